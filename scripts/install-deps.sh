@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages x-allocator needs. Idempotent and quiet when everything is present.
+# Used by `make deps` (and so by every build) and by .ci/run.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ccache git clang-format
+  libtorch-dev python3-torch
+  libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14
+  nlohmann-json3-dev libeigen3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
+  python3-jsonschema
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: error: need root or sudo to install packages" >&2; exit 2; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2
