@@ -1,0 +1,143 @@
+// Types shared by the three documents: layouts, source locations and anchors, the model and
+// device descriptions, ops, idle windows and measured conversion costs (field names: DESIGN.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace xalloc::formats {
+
+class JsonReader;
+
+/// Names and element sizes of the dtypes x-allocator knows ("float32", "int64", ...).
+/// Returns 0 for an unknown name.
+std::int64_t dtypeSize(const std::string& dtype);
+
+/// The memory layout of a tensor value.
+struct Layout {
+  std::vector<std::int64_t> sizes;
+  std::vector<std::int64_t> strides;
+  std::int64_t storage_offset = 0;
+  std::string dtype = "float32";
+  std::string device = "cpu";
+
+  std::int64_t numel() const;
+  std::int64_t ndim() const { return static_cast<std::int64_t>(sizes.size()); }
+  std::int64_t bytes() const { return numel() * dtypeSize(dtype); }
+  /// Row-major contiguity as PyTorch defines it (size-1 dimensions ignore their stride).
+  bool isContiguous() const;
+  /// Stable key: "float32[4,4,64,32]/[24576,32,384,1]@cpu".
+  std::string key() const;
+};
+
+/// Where an op came from in the model's source ("text" is the whole source line).
+struct SourceLoc {
+  std::string file;
+  std::int64_t line = 0;
+  std::int64_t col = 0;
+  std::string text;
+  bool known() const { return !file.empty() && line > 0; }
+};
+
+/// A place in the source that survives edits above it: the enclosing function, the expression's
+/// text and its ordinal among equal expressions. Line and column are hints only.
+struct Anchor {
+  std::string file;
+  std::string function;
+  std::string expr;
+  std::string op; // the op kind the expression produced, e.g. "aten::transpose"
+  std::int64_t ordinal = 0;
+  std::int64_t line = 0;
+  std::int64_t col = 0;
+  /// True when file, function, expr, op and ordinal agree (line and column are ignored).
+  bool sameSite(const Anchor& other) const;
+  /// "model.py:47:12 CausalSelfAttention.forward `k.transpose(-2, -1)` #1"
+  std::string describe() const;
+};
+
+struct ModelInfo {
+  std::string path;
+  std::string sha256;
+  std::string format = "torchscript"; // "torchscript" | "libtorch-program"
+  std::string method = "forward";
+};
+
+struct CacheInfo {
+  std::int64_t l1d_bytes = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t l3_bytes = 0;
+};
+
+struct DeviceInfo {
+  std::string type = "cpu";
+  std::string name;
+  std::int64_t threads = 1;       // intra-op threads used while profiling
+  std::int64_t cores = 1;         // logical cores the process may use
+  double copy_bandwidth_gbps = 0; // measured plain contiguous copy (read + write bytes / s)
+  CacheInfo caches;
+};
+
+/// One executed op of the profiled program.
+struct Op {
+  std::int64_t id = 0;
+  std::string kind;
+  SourceLoc source;
+  Anchor anchor;
+  std::string scope; // module instance path, e.g. "blocks.0.attn" (may be empty)
+  double duration_ms = 0;
+  double duration_spread_ms = 0;
+  double utilization = 0;            // busy fraction of the device's compute while the op ran, 0..1
+  std::vector<std::int64_t> inputs;  // tensor value ids
+  std::vector<std::int64_t> outputs; // tensor value ids
+};
+
+/// A window in which the compute device has spare capacity.
+struct IdleEvent {
+  std::int64_t id = 0;
+  std::int64_t before_op_id = 0;
+  std::int64_t after_op_id = 0;
+  double duration_ms = 0;
+  std::string device = "cpu";
+  std::string kind;
+};
+
+/// Measured `.contiguous()` time of one layout.
+struct ConversionCost {
+  Layout layout;
+  std::vector<double> samples_ms;
+  double median_ms = 0;
+  double spread_ms = 0; // interquartile range of samples_ms
+  std::string key() const { return layout.key(); }
+};
+
+// --- JSON mapping ------------------------------------------------------------------------------
+nlohmann::json toJson(const Layout& v);
+nlohmann::json toJson(const SourceLoc& v);
+nlohmann::json toJson(const Anchor& v);
+nlohmann::json toJson(const ModelInfo& v);
+nlohmann::json toJson(const DeviceInfo& v);
+nlohmann::json toJson(const Op& v);
+nlohmann::json toJson(const IdleEvent& v);
+nlohmann::json toJson(const ConversionCost& v);
+
+/// Reads layout fields (sizes, strides, storage_offset, dtype, device) from an object.
+Layout readLayout(const JsonReader& r);
+SourceLoc readSourceLoc(const JsonReader& r);
+Anchor readAnchor(const JsonReader& r);
+ModelInfo readModelInfo(const JsonReader& r);
+DeviceInfo readDeviceInfo(const JsonReader& r);
+Op readOp(const JsonReader& r);
+IdleEvent readIdleEvent(const JsonReader& r);
+ConversionCost readConversionCost(const JsonReader& r);
+
+/// Adds the layout fields to an existing object (records and cost entries embed them).
+void putLayout(nlohmann::json& obj, const Layout& v);
+
+/// Rounds a time in milliseconds to nanosecond resolution so documents print stable, short numbers.
+double roundMs(double ms);
+
+} // namespace xalloc::formats

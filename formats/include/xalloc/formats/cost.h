@@ -1,0 +1,47 @@
+// cost.json: the fitted conversion cost model and the measurements it was fitted on.
+#pragma once
+
+#include "xalloc/formats/common.h"
+
+namespace xalloc::formats {
+
+inline constexpr const char* kCostSchema = "xalloc.cost";
+inline constexpr std::int64_t kCostVersion = 1;
+
+/// Accuracy of a model on samples it was not fitted on (k-fold cross-validation by layout).
+struct FitQuality {
+  std::int64_t folds = 0;
+  std::int64_t samples = 0;
+  double mape = 0;       // mean absolute percentage error, in percent
+  double median_ape = 0; // in percent
+  double max_ape = 0;    // in percent
+};
+
+/// cost_ms ~= alpha * numel + beta * ndim + gamma, for one device and dtype group.
+struct CostModelEntry {
+  std::string device = "cpu";
+  std::string dtype_group; // element size class: "1-byte", "2-byte", "4-byte", "8-byte"
+  double alpha = 0;
+  double beta = 0;
+  double gamma = 0;
+  std::int64_t n_samples = 0;
+  double r2 = 0;
+  std::string fit = "least_squares"; // or "median_rate" (fallback when too few distinct layouts)
+  double floor_gbps = 0;             // predictions never beat bytes / this bandwidth
+  std::optional<FitQuality> holdout;
+};
+
+struct Cost {
+  std::string tool_version;
+  ModelInfo model; // the model whose profile the fit came from
+  std::vector<ConversionCost> conversion_cost_table;
+  std::vector<CostModelEntry> cost_model;
+};
+
+/// "4-byte" for float32 etc.
+std::string dtypeGroup(const std::string& dtype);
+
+nlohmann::json toJson(const Cost& c);
+Cost readCost(const JsonReader& r);
+
+} // namespace xalloc::formats

@@ -1,0 +1,91 @@
+// profile.json: what xprof measured about one model run (DESIGN.md, "Documents").
+#pragma once
+
+#include <map>
+
+#include "xalloc/formats/common.h"
+
+namespace xalloc::formats {
+
+inline constexpr const char* kProfileSchema = "xalloc.profile";
+inline constexpr std::int64_t kProfileVersion = 1;
+
+/// One consumer of a tensor value, re-run in isolation with different layouts of that value.
+struct ConsumerTiming {
+  std::int64_t op_id = 0;
+  std::int64_t input_index = 0;
+  bool measured = false;
+  double time_as_is_ms = 0;
+  double time_as_is_spread_ms = 0;
+  /// With the value made contiguous (records of non-contiguous values).
+  std::optional<double> time_contiguous_ms;
+  std::optional<double> time_contiguous_spread_ms;
+  /// With the source of an existing conversion instead (records produced by aten::contiguous).
+  std::optional<double> time_noncontiguous_ms;
+  std::optional<double> time_noncontiguous_spread_ms;
+  /// Outputs with the other layout are bit-identical to the outputs as-is.
+  bool identical_output = true;
+  /// False when the op refuses the non-contiguous layout (e.g. aten::view raises).
+  bool accepts_noncontiguous = true;
+  std::string note; // why it was not measured, when it was not
+};
+
+/// One tensor value of the profiled program.
+struct Record {
+  std::int64_t id = 0;
+  std::string name;
+  std::optional<std::int64_t> producer_op; // absent for graph inputs
+  std::int64_t output_index = 0;
+  std::string origin = "op"; // "op" | "input" | "attribute"
+  Layout layout;
+  bool contiguous = true;
+  std::int64_t bytes = 0;         // numel * element size
+  std::int64_t storage_id = 0;    // values that share a storage (views) share this id
+  std::int64_t storage_bytes = 0; // size of that storage
+  std::int64_t first_use = 0;
+  std::int64_t last_use = 0;
+  bool is_output = false;
+  bool in_loop = false;
+  bool has_writers = false; // something writes to this value's memory (aliasing makes edits unsafe)
+  std::vector<std::string> view_chain;
+  std::vector<ConsumerTiming> consumers;
+};
+
+struct InputSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string dtype = "float32";
+  std::optional<double> low;
+  std::optional<double> high;
+};
+
+struct ProfileSettings {
+  std::int64_t iterations = 0;
+  std::int64_t warmup = 0;
+  std::int64_t repeats = 0;
+  std::int64_t seed = 0;
+  std::vector<InputSpec> inputs;
+};
+
+struct Profile {
+  std::string tool_version;
+  ModelInfo model;
+  DeviceInfo device;
+  ProfileSettings settings;
+  std::vector<Op> ops;
+  std::vector<Record> records;
+  std::vector<ConversionCost> conversion_cost_table;
+  std::vector<IdleEvent> gpu_idle_events;
+
+  const Op* findOp(std::int64_t id) const;
+  const Record* findRecord(std::int64_t id) const;
+};
+
+nlohmann::json toJson(const InputSpec& v);
+InputSpec readInputSpec(const JsonReader& r);
+
+nlohmann::json toJson(const Profile& p);
+/// Validates and reads a profile document; throws FormatError naming the bad field.
+Profile readProfile(const JsonReader& r);
+
+} // namespace xalloc::formats

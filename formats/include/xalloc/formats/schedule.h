@@ -1,0 +1,58 @@
+// schedule.json: one decision per conversion site, and what the scheduler predicts they achieve.
+#pragma once
+
+#include "xalloc/formats/common.h"
+
+namespace xalloc::formats {
+
+inline constexpr const char* kScheduleSchema = "xalloc.schedule";
+inline constexpr std::int64_t kScheduleVersion = 1;
+
+enum class Action { None, Sync, Async, Remove };
+const char* actionName(Action a);
+/// Parses "none" | "sync" | "async" | "remove"; nullopt otherwise.
+std::optional<Action> parseAction(const std::string& s);
+
+struct Decision {
+  std::int64_t value_id = 0;
+  std::string value_name;
+  std::int64_t producer = 0;     // op id that produced the value (the conversion itself for remove)
+  std::int64_t output_index = 0; // which output of the producer
+  std::vector<std::int64_t> consumers;
+  Action action = Action::None;
+  std::optional<std::int64_t> window_id; // async only
+  double predicted_cost_ms = 0;
+  double predicted_saving_ms = 0;
+  Anchor anchor;                      // of the producer
+  std::optional<Anchor> input_anchor; // remove: producer of the conversion's input
+  Layout layout;
+  std::string reason;
+};
+
+struct ScheduleSummary {
+  double predicted_time_before_ms = 0;
+  double predicted_time_after_ms = 0;
+  std::int64_t peak_bytes_before = 0;
+  std::int64_t peak_bytes_after = 0;
+  std::optional<std::int64_t> memory_budget_bytes;
+  std::string solver;
+  bool optimal = false;
+  double gap = 0; // relative optimality gap, 0 when optimal
+};
+
+struct Schedule {
+  std::string tool_version;
+  ModelInfo model;
+  std::vector<Op> ops;
+  std::vector<IdleEvent> gpu_idle_events;
+  std::vector<Decision> decisions;
+  ScheduleSummary summary;
+
+  /// Number of decisions with the given action.
+  std::int64_t count(Action a) const;
+};
+
+nlohmann::json toJson(const Schedule& s);
+Schedule readSchedule(const JsonReader& r);
+
+} // namespace xalloc::formats

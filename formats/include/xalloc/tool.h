@@ -1,0 +1,42 @@
+// What every command-line tool shares: compiler-style diagnostics, turning errors into exit
+// codes, CLI11 parsing with --version, and the output modes for documents (DESIGN.md, "Pipes").
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace CLI {
+class App;
+}
+
+namespace xalloc {
+
+/// "where: error: message" on stderr (where may be empty: "error: message").
+void printError(const std::string& where, const std::string& message);
+void printWarning(const std::string& where, const std::string& message);
+void printNote(const std::string& where, const std::string& message);
+
+/// Runs a tool body: InputError prints "where: error: …" and gives 2; any other exception prints
+/// "tool: error: internal error: …" and gives 2. Otherwise returns the body's exit code.
+int runGuarded(const std::string& tool, const std::function<int()>& body);
+
+/// Adds --version to `app` and parses argv. Returns nullopt to go on, or the exit code to return
+/// now: 0 after --help/--version, 2 after a usage error (CLI11's message is printed).
+std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv);
+
+/// True when the input should be read from stdin: "" or "-". When it is "" and stdin is a
+/// terminal, throws InputError: the user forgot the input.
+bool inputIsStdin(const std::string& tool, const std::string& input, const char* what);
+
+/// Writes a tool's own document.
+///  - output is a path: the document alone, indented, written atomically;
+///  - output is "-": the document alone on stdout, one line;
+///  - output is "": stream mode: `passthrough` documents, then the document, one per line.
+void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
+                  const nlohmann::json& doc);
+
+} // namespace xalloc

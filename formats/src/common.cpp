@@ -1,0 +1,268 @@
+// JSON mapping of the shared types (layouts, anchors, ops, ...) and layout arithmetic.
+#include "xalloc/formats/common.h"
+
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/formats/json_reader.h"
+
+namespace xalloc::formats {
+
+using nlohmann::json;
+
+std::int64_t dtypeSize(const std::string& dtype) {
+  static const std::map<std::string, std::int64_t> sizes = {
+      {"bool", 1},      {"uint8", 1},       {"int8", 1},     {"int16", 2},   {"int32", 4},
+      {"int64", 8},     {"float16", 2},     {"bfloat16", 2}, {"float32", 4}, {"float64", 8},
+      {"complex64", 8}, {"complex128", 16}, {"qint8", 1},    {"quint8", 1},  {"qint32", 4}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+std::int64_t Layout::numel() const {
+  std::int64_t n = 1;
+  for (auto s : sizes)
+    n *= s;
+  return n;
+}
+
+bool Layout::isContiguous() const {
+  if (numel() == 0)
+    return true;
+  std::int64_t expected = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1)
+      continue;
+    if (strides[i] != expected)
+      return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+namespace {
+std::string joinInts(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i)
+      s += ",";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+} // namespace
+
+std::string Layout::key() const {
+  return dtype + joinInts(sizes) + "/" + joinInts(strides) + "@" + device;
+}
+
+bool Anchor::sameSite(const Anchor& o) const {
+  return file == o.file && function == o.function && expr == o.expr && op == o.op &&
+         ordinal == o.ordinal;
+}
+
+std::string Anchor::describe() const {
+  std::string s = file.empty() ? std::string("<unknown>") : file;
+  if (line > 0)
+    s += ":" + std::to_string(line) + ":" + std::to_string(col);
+  if (!function.empty())
+    s += " " + function;
+  if (!expr.empty())
+    s += " `" + expr + "`";
+  s += " " + op;
+  if (ordinal > 0)
+    s += " #" + std::to_string(ordinal);
+  return s;
+}
+
+double roundMs(double ms) {
+  return std::round(ms * 1e6) / 1e6;
+}
+
+void putLayout(json& obj, const Layout& v) {
+  obj["sizes"] = v.sizes;
+  obj["strides"] = v.strides;
+  obj["storage_offset"] = v.storage_offset;
+  obj["dtype"] = v.dtype;
+  obj["device"] = v.device;
+}
+
+json toJson(const Layout& v) {
+  json j = json::object();
+  putLayout(j, v);
+  return j;
+}
+
+Layout readLayout(const JsonReader& r) {
+  Layout l;
+  l.sizes = r.at("sizes").toIntVector();
+  l.strides = r.at("strides").toIntVector();
+  if (l.strides.size() != l.sizes.size())
+    r.at("strides").fail("expected " + std::to_string(l.sizes.size()) +
+                         " strides (one per dimension of sizes), got " +
+                         std::to_string(l.strides.size()));
+  for (std::size_t i = 0; i < l.sizes.size(); ++i)
+    if (l.sizes[i] < 0)
+      r.at("sizes").at(i).fail("expected a non-negative size");
+  l.storage_offset = r.getInt("storage_offset", 0);
+  l.dtype = r.getString("dtype");
+  if (dtypeSize(l.dtype) == 0)
+    r.at("dtype").fail("unknown dtype '" + l.dtype + "'");
+  l.device = r.getString("device", "cpu");
+  return l;
+}
+
+json toJson(const SourceLoc& v) {
+  return json{{"file", v.file}, {"line", v.line}, {"col", v.col}, {"text", v.text}};
+}
+
+SourceLoc readSourceLoc(const JsonReader& r) {
+  SourceLoc s;
+  s.file = r.getString("file", "");
+  s.line = r.getInt("line", 0);
+  s.col = r.getInt("col", 0);
+  s.text = r.getString("text", "");
+  return s;
+}
+
+json toJson(const Anchor& v) {
+  return json{{"file", v.file},       {"function", v.function}, {"expr", v.expr}, {"op", v.op},
+              {"ordinal", v.ordinal}, {"line", v.line},         {"col", v.col}};
+}
+
+Anchor readAnchor(const JsonReader& r) {
+  Anchor a;
+  a.file = r.getString("file");
+  a.function = r.getString("function");
+  a.expr = r.getString("expr");
+  a.op = r.getString("op");
+  a.ordinal = r.at("ordinal").toCount();
+  a.line = r.getInt("line", 0);
+  a.col = r.getInt("col", 0);
+  return a;
+}
+
+json toJson(const ModelInfo& v) {
+  return json{{"path", v.path}, {"sha256", v.sha256}, {"format", v.format}, {"method", v.method}};
+}
+
+ModelInfo readModelInfo(const JsonReader& r) {
+  ModelInfo m;
+  m.path = r.getString("path");
+  m.sha256 = r.getString("sha256", "");
+  m.format = r.getString("format", "torchscript");
+  m.method = r.getString("method", "forward");
+  return m;
+}
+
+json toJson(const DeviceInfo& v) {
+  return json{{"type", v.type},
+              {"name", v.name},
+              {"threads", v.threads},
+              {"cores", v.cores},
+              {"copy_bandwidth_gbps", v.copy_bandwidth_gbps},
+              {"caches",
+               {{"l1d_bytes", v.caches.l1d_bytes},
+                {"l2_bytes", v.caches.l2_bytes},
+                {"l3_bytes", v.caches.l3_bytes}}}};
+}
+
+DeviceInfo readDeviceInfo(const JsonReader& r) {
+  DeviceInfo d;
+  d.type = r.getString("type");
+  d.name = r.getString("name", "");
+  d.threads = r.getInt("threads", 1);
+  d.cores = r.getInt("cores", d.threads);
+  d.copy_bandwidth_gbps =
+      r.find("copy_bandwidth_gbps") ? r.at("copy_bandwidth_gbps").toNonNegative() : 0;
+  if (auto c = r.find("caches")) {
+    d.caches.l1d_bytes = c->getInt("l1d_bytes", 0);
+    d.caches.l2_bytes = c->getInt("l2_bytes", 0);
+    d.caches.l3_bytes = c->getInt("l3_bytes", 0);
+  }
+  return d;
+}
+
+json toJson(const Op& v) {
+  return json{{"id", v.id},
+              {"kind", v.kind},
+              {"source", toJson(v.source)},
+              {"anchor", toJson(v.anchor)},
+              {"scope", v.scope},
+              {"duration_ms", roundMs(v.duration_ms)},
+              {"duration_spread_ms", roundMs(v.duration_spread_ms)},
+              {"utilization", std::round(v.utilization * 1e4) / 1e4},
+              {"inputs", v.inputs},
+              {"outputs", v.outputs}};
+}
+
+Op readOp(const JsonReader& r) {
+  Op o;
+  o.id = r.at("id").toCount();
+  o.kind = r.getString("kind");
+  if (auto s = r.find("source"))
+    o.source = readSourceLoc(*s);
+  if (auto a = r.find("anchor"))
+    o.anchor = readAnchor(*a);
+  o.scope = r.getString("scope", "");
+  o.duration_ms = r.at("duration_ms").toNonNegative();
+  o.duration_spread_ms =
+      r.find("duration_spread_ms") ? r.at("duration_spread_ms").toNonNegative() : 0;
+  o.utilization = r.getNumber("utilization", 0);
+  if (auto i = r.find("inputs"))
+    o.inputs = i->toIntVector();
+  if (auto out = r.find("outputs"))
+    o.outputs = out->toIntVector();
+  return o;
+}
+
+json toJson(const IdleEvent& v) {
+  return json{{"id", v.id},
+              {"before_op_id", v.before_op_id},
+              {"after_op_id", v.after_op_id},
+              {"duration_ms", roundMs(v.duration_ms)},
+              {"device", v.device},
+              {"kind", v.kind}};
+}
+
+IdleEvent readIdleEvent(const JsonReader& r) {
+  IdleEvent e;
+  e.id = r.at("id").toCount();
+  e.before_op_id = r.at("before_op_id").toCount();
+  e.after_op_id = r.at("after_op_id").toCount();
+  e.duration_ms = r.at("duration_ms").toNonNegative();
+  e.device = r.getString("device", "cpu");
+  e.kind = r.getString("kind", "");
+  return e;
+}
+
+json toJson(const ConversionCost& v) {
+  json j = json::object();
+  putLayout(j, v.layout);
+  std::vector<double> samples;
+  samples.reserve(v.samples_ms.size());
+  for (double s : v.samples_ms)
+    samples.push_back(roundMs(s));
+  j["key"] = v.key();
+  j["bytes"] = v.layout.bytes();
+  j["samples_ms"] = samples;
+  j["median_ms"] = roundMs(v.median_ms);
+  j["spread_ms"] = roundMs(v.spread_ms);
+  return j;
+}
+
+ConversionCost readConversionCost(const JsonReader& r) {
+  ConversionCost c;
+  c.layout = readLayout(r);
+  c.samples_ms = r.at("samples_ms").toNumberVector();
+  c.median_ms = r.at("median_ms").toNonNegative();
+  c.spread_ms = r.find("spread_ms") ? r.at("spread_ms").toNonNegative() : 0;
+  for (std::size_t i = 0; i < c.samples_ms.size(); ++i)
+    if (c.samples_ms[i] < 0)
+      r.at("samples_ms").at(i).fail("expected a non-negative time");
+  return c;
+}
+
+} // namespace xalloc::formats

@@ -1,0 +1,227 @@
+// Document-level I/O: parse errors with line:col, JSON streams, envelopes and typed loading.
+#include "xalloc/formats/documents.h"
+
+#include <algorithm>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/json_reader.h"
+#include "xalloc/io.h"
+
+namespace xalloc::formats {
+
+const char* schemaName(DocKind kind) {
+  switch (kind) {
+  case DocKind::Profile:
+    return kProfileSchema;
+  case DocKind::Cost:
+    return kCostSchema;
+  case DocKind::Schedule:
+    return kScheduleSchema;
+  }
+  return "";
+}
+
+std::int64_t schemaVersion(DocKind kind) {
+  switch (kind) {
+  case DocKind::Profile:
+    return kProfileVersion;
+  case DocKind::Cost:
+    return kCostVersion;
+  case DocKind::Schedule:
+    return kScheduleVersion;
+  }
+  return 0;
+}
+
+namespace {
+
+std::string lineCol(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
+// column 5: syntax error while parsing value - ..."; keep only the part after the last " - ".
+std::string shortParseMessage(const std::string& what) {
+  auto pos = what.rfind(" - ");
+  std::string msg = pos == std::string::npos ? what : what.substr(pos + 3);
+  if (auto p = msg.find("syntax error while parsing "); p == 0)
+    msg = msg.substr(std::string("syntax error while parsing ").size());
+  return msg;
+}
+
+// Finds the end of the JSON value that starts at `begin` (after whitespace): the index one past
+// its last character, or npos if the text ends first. Strings and nesting are tracked so braces
+// inside strings do not count.
+std::size_t valueEnd(std::string_view text, std::size_t begin) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = begin; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0)
+        return i + 1;
+    } else if (depth == 0 && (c == '\n' || c == ' ' || c == '\t' || c == '\r')) {
+      return i; // a scalar at top level ends at whitespace
+    }
+  }
+  return std::string_view::npos;
+}
+
+} // namespace
+
+nlohmann::json parseJson(std::string_view text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(name + ":" + lineCol(text, e.byte > 0 ? e.byte - 1 : 0),
+                     "malformed JSON: " + shortParseMessage(e.what()));
+  }
+}
+
+std::vector<nlohmann::json> parseJsonStream(std::string_view text, const std::string& name) {
+  std::vector<nlohmann::json> out;
+  std::size_t pos = 0;
+  auto isSpace = [](char c) {
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+  };
+  while (true) {
+    while (pos < text.size() && isSpace(text[pos]))
+      ++pos;
+    if (pos >= text.size())
+      break;
+    std::size_t end = valueEnd(text, pos);
+    if (end == std::string_view::npos)
+      end = text.size(); // let the parser report what is wrong with the tail
+    try {
+      out.push_back(nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos),
+                                          text.begin() + static_cast<std::ptrdiff_t>(end)));
+    } catch (const nlohmann::json::parse_error& e) {
+      std::size_t at = pos + (e.byte > 0 ? e.byte - 1 : 0);
+      throw InputError(name + ":" + lineCol(text, at),
+                       "malformed JSON: " + shortParseMessage(e.what()));
+    }
+    pos = end;
+  }
+  return out;
+}
+
+std::string schemaOf(const nlohmann::json& doc) {
+  if (!doc.is_object())
+    return "";
+  auto it = doc.find("schema");
+  if (it == doc.end() || !it->is_string())
+    return "";
+  return it->get<std::string>();
+}
+
+void checkEnvelope(const nlohmann::json& doc, DocKind kind) {
+  JsonReader r(doc);
+  if (!doc.is_object())
+    r.fail(std::string("expected a ") + schemaName(kind) + " document (a JSON object)");
+  std::string schema = r.getString("schema");
+  if (schema != schemaName(kind))
+    r.at("schema").fail("unknown schema '" + schema + "', expected '" + schemaName(kind) + "'");
+  std::int64_t version = r.getInt("schema_version");
+  if (version != schemaVersion(kind))
+    r.at("schema_version")
+        .fail("unsupported schema_version " + std::to_string(version) + " of '" + schema +
+              "' (this build reads version " + std::to_string(schemaVersion(kind)) + ")");
+}
+
+namespace {
+template <class T, class F>
+T typedFromJson(const nlohmann::json& doc, DocKind kind, const std::string& name, F read) {
+  try {
+    checkEnvelope(doc, kind);
+    return read(JsonReader(doc));
+  } catch (const FormatError& e) {
+    throw InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+  }
+}
+} // namespace
+
+Profile profileFromJson(const nlohmann::json& doc, const std::string& name) {
+  return typedFromJson<Profile>(doc, DocKind::Profile, name, readProfile);
+}
+Cost costFromJson(const nlohmann::json& doc, const std::string& name) {
+  return typedFromJson<Cost>(doc, DocKind::Cost, name, readCost);
+}
+Schedule scheduleFromJson(const nlohmann::json& doc, const std::string& name) {
+  return typedFromJson<Schedule>(doc, DocKind::Schedule, name, readSchedule);
+}
+
+std::string dumpDocument(const nlohmann::json& doc, bool compact) {
+  // nlohmann::json objects are std::map-backed: keys come out sorted, so output is deterministic.
+  return compact ? doc.dump() + "\n" : doc.dump(2) + "\n";
+}
+
+DocumentSet DocumentSet::read(const std::string& path) {
+  std::string name = path == "-" ? "<stdin>" : path;
+  return fromText(readFile(path), name);
+}
+
+DocumentSet DocumentSet::fromText(std::string_view text, const std::string& name) {
+  DocumentSet set;
+  set.name_ = name;
+  set.docs_ = parseJsonStream(text, name);
+  if (set.docs_.empty())
+    throw InputError(name, "no JSON document in the input");
+  return set;
+}
+
+const nlohmann::json* DocumentSet::find(DocKind kind) const {
+  for (auto it = docs_.rbegin(); it != docs_.rend(); ++it)
+    if (schemaOf(*it) == schemaName(kind))
+      return &*it;
+  return nullptr;
+}
+
+const nlohmann::json& DocumentSet::require(DocKind kind) const {
+  if (const auto* doc = find(kind))
+    return *doc;
+  // A single document of another kind: let the envelope check explain what is wrong with it.
+  if (docs_.size() == 1) {
+    try {
+      checkEnvelope(docs_.front(), kind);
+    } catch (const FormatError& e) {
+      throw InputError(name_ + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+    }
+  }
+  throw InputError(name_, std::string("no '") + schemaName(kind) + "' document in the input");
+}
+
+Profile loadProfile(const std::string& path) {
+  auto set = DocumentSet::read(path);
+  return profileFromJson(set.require(DocKind::Profile), set.name());
+}
+Cost loadCost(const std::string& path) {
+  auto set = DocumentSet::read(path);
+  return costFromJson(set.require(DocKind::Cost), set.name());
+}
+Schedule loadSchedule(const std::string& path) {
+  auto set = DocumentSet::read(path);
+  return scheduleFromJson(set.require(DocKind::Schedule), set.name());
+}
+
+} // namespace xalloc::formats

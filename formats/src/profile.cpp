@@ -1,0 +1,241 @@
+// profile.json <-> Profile.
+#include "xalloc/formats/profile.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/formats/json_reader.h"
+
+namespace xalloc::formats {
+
+using nlohmann::json;
+
+const Op* Profile::findOp(std::int64_t id) const {
+  if (id >= 0 && static_cast<std::size_t>(id) < ops.size() && ops[id].id == id)
+    return &ops[id];
+  for (const auto& op : ops)
+    if (op.id == id)
+      return &op;
+  return nullptr;
+}
+
+const Record* Profile::findRecord(std::int64_t id) const {
+  for (const auto& r : records)
+    if (r.id == id)
+      return &r;
+  return nullptr;
+}
+
+json toJson(const InputSpec& v) {
+  json j{{"name", v.name}, {"shape", v.shape}, {"dtype", v.dtype}};
+  if (v.low)
+    j["low"] = *v.low;
+  if (v.high)
+    j["high"] = *v.high;
+  return j;
+}
+
+InputSpec readInputSpec(const JsonReader& r) {
+  InputSpec s;
+  s.name = r.getString("name", "");
+  s.shape = r.at("shape").toIntVector();
+  for (std::size_t i = 0; i < s.shape.size(); ++i)
+    if (s.shape[i] < 0)
+      r.at("shape").at(i).fail("expected a non-negative size");
+  s.dtype = r.getString("dtype", "float32");
+  if (dtypeSize(s.dtype) == 0)
+    r.at("dtype").fail("unknown dtype '" + s.dtype + "'");
+  s.low = r.getOptionalNumber("low");
+  s.high = r.getOptionalNumber("high");
+  if (s.low && s.high && *s.high <= *s.low)
+    r.at("high").fail("expected high > low");
+  return s;
+}
+
+namespace {
+
+void putOptionalMs(json& j, const char* key, const std::optional<double>& v) {
+  if (v)
+    j[key] = roundMs(*v);
+}
+
+json toJson(const ConsumerTiming& c) {
+  json j{{"op_id", c.op_id},
+         {"input_index", c.input_index},
+         {"measured", c.measured},
+         {"identical_output", c.identical_output},
+         {"accepts_noncontiguous", c.accepts_noncontiguous}};
+  if (c.measured) {
+    j["time_as_is_ms"] = roundMs(c.time_as_is_ms);
+    j["time_as_is_spread_ms"] = roundMs(c.time_as_is_spread_ms);
+  }
+  putOptionalMs(j, "time_contiguous_ms", c.time_contiguous_ms);
+  putOptionalMs(j, "time_contiguous_spread_ms", c.time_contiguous_spread_ms);
+  putOptionalMs(j, "time_noncontiguous_ms", c.time_noncontiguous_ms);
+  putOptionalMs(j, "time_noncontiguous_spread_ms", c.time_noncontiguous_spread_ms);
+  if (!c.note.empty())
+    j["note"] = c.note;
+  return j;
+}
+
+std::optional<double> optionalMs(const JsonReader& r, const char* key) {
+  if (auto f = r.find(key))
+    return f->toNonNegative();
+  return std::nullopt;
+}
+
+ConsumerTiming readConsumer(const JsonReader& r) {
+  ConsumerTiming c;
+  c.op_id = r.at("op_id").toCount();
+  c.input_index = r.at("input_index").toCount();
+  c.measured = r.getBool("measured", false);
+  if (c.measured) {
+    c.time_as_is_ms = r.at("time_as_is_ms").toNonNegative();
+    c.time_as_is_spread_ms = optionalMs(r, "time_as_is_spread_ms").value_or(0);
+  }
+  c.time_contiguous_ms = optionalMs(r, "time_contiguous_ms");
+  c.time_contiguous_spread_ms = optionalMs(r, "time_contiguous_spread_ms");
+  c.time_noncontiguous_ms = optionalMs(r, "time_noncontiguous_ms");
+  c.time_noncontiguous_spread_ms = optionalMs(r, "time_noncontiguous_spread_ms");
+  c.identical_output = r.getBool("identical_output", true);
+  c.accepts_noncontiguous = r.getBool("accepts_noncontiguous", true);
+  c.note = r.getString("note", "");
+  return c;
+}
+
+json toJson(const Record& rec) {
+  json j = json::object();
+  putLayout(j, rec.layout);
+  j["id"] = rec.id;
+  j["name"] = rec.name;
+  j["producer_op"] = rec.producer_op ? json(*rec.producer_op) : json(nullptr);
+  j["output_index"] = rec.output_index;
+  j["origin"] = rec.origin;
+  j["contiguous"] = rec.contiguous;
+  j["bytes"] = rec.bytes;
+  j["storage_id"] = rec.storage_id;
+  j["storage_bytes"] = rec.storage_bytes;
+  j["first_use"] = rec.first_use;
+  j["last_use"] = rec.last_use;
+  j["is_output"] = rec.is_output;
+  j["in_loop"] = rec.in_loop;
+  j["has_writers"] = rec.has_writers;
+  j["view_chain"] = rec.view_chain;
+  json consumers = json::array();
+  for (const auto& c : rec.consumers)
+    consumers.push_back(toJson(c));
+  j["consumers"] = std::move(consumers);
+  return j;
+}
+
+Record readRecord(const JsonReader& r) {
+  Record rec;
+  rec.id = r.at("id").toCount();
+  rec.name = r.getString("name", "");
+  rec.producer_op = r.getOptionalInt("producer_op");
+  rec.output_index = r.getInt("output_index", 0);
+  rec.origin = r.getString("origin", "op");
+  rec.layout = readLayout(r);
+  rec.contiguous = r.getBool("contiguous");
+  rec.bytes = r.at("bytes").toCount();
+  rec.storage_id = r.at("storage_id").toCount();
+  rec.storage_bytes = r.at("storage_bytes").toCount();
+  rec.first_use = r.at("first_use").toCount();
+  rec.last_use = r.at("last_use").toCount();
+  if (rec.last_use < rec.first_use)
+    r.at("last_use")
+        .fail("last_use " + std::to_string(rec.last_use) + " is before first_use " +
+              std::to_string(rec.first_use));
+  rec.is_output = r.getBool("is_output", false);
+  rec.in_loop = r.getBool("in_loop", false);
+  rec.has_writers = r.getBool("has_writers", false);
+  if (auto v = r.find("view_chain"))
+    rec.view_chain = v->toStringVector();
+  r.at("consumers").forEach([&](const JsonReader& c) { rec.consumers.push_back(readConsumer(c)); });
+  return rec;
+}
+
+} // namespace
+
+json toJson(const Profile& p) {
+  json j;
+  j["schema"] = kProfileSchema;
+  j["schema_version"] = kProfileVersion;
+  j["tool"] = {{"name", "xprof"}, {"version", p.tool_version}};
+  j["model"] = toJson(p.model);
+  j["device"] = toJson(p.device);
+  json inputs = json::array();
+  for (const auto& in : p.settings.inputs)
+    inputs.push_back(toJson(in));
+  j["settings"] = {{"iterations", p.settings.iterations},
+                   {"warmup", p.settings.warmup},
+                   {"repeats", p.settings.repeats},
+                   {"seed", p.settings.seed},
+                   {"inputs", inputs}};
+  j["ops"] = json::array();
+  for (const auto& op : p.ops)
+    j["ops"].push_back(toJson(op));
+  j["records"] = json::array();
+  for (const auto& r : p.records)
+    j["records"].push_back(toJson(r));
+  j["conversion_cost_table"] = json::array();
+  for (const auto& c : p.conversion_cost_table)
+    j["conversion_cost_table"].push_back(toJson(c));
+  j["gpu_idle_events"] = json::array();
+  for (const auto& e : p.gpu_idle_events)
+    j["gpu_idle_events"].push_back(toJson(e));
+  return j;
+}
+
+Profile readProfile(const JsonReader& r) {
+  Profile p;
+  if (auto t = r.find("tool"))
+    p.tool_version = t->getString("version", "");
+  p.model = readModelInfo(r.at("model"));
+  p.device = readDeviceInfo(r.at("device"));
+  if (auto s = r.find("settings")) {
+    p.settings.iterations = s->getInt("iterations", 0);
+    p.settings.warmup = s->getInt("warmup", 0);
+    p.settings.repeats = s->getInt("repeats", 0);
+    p.settings.seed = s->getInt("seed", 0);
+    if (auto in = s->find("inputs"))
+      in->forEach([&](const JsonReader& e) { p.settings.inputs.push_back(readInputSpec(e)); });
+  }
+  std::set<std::int64_t> op_ids;
+  r.at("ops").forEach([&](const JsonReader& e) {
+    p.ops.push_back(readOp(e));
+    if (!op_ids.insert(p.ops.back().id).second)
+      e.at("id").fail("duplicate op id " + std::to_string(p.ops.back().id));
+  });
+  std::set<std::int64_t> record_ids;
+  auto records = r.at("records");
+  records.forEach([&](const JsonReader& e) {
+    p.records.push_back(readRecord(e));
+    const Record& rec = p.records.back();
+    if (!record_ids.insert(rec.id).second)
+      e.at("id").fail("duplicate record id " + std::to_string(rec.id));
+    if (rec.producer_op && !op_ids.count(*rec.producer_op))
+      e.at("producer_op").fail("unknown op id " + std::to_string(*rec.producer_op));
+    for (std::size_t i = 0; i < rec.consumers.size(); ++i)
+      if (!op_ids.count(rec.consumers[i].op_id))
+        e.at("consumers")
+            .at(i)
+            .at("op_id")
+            .fail("unknown op id " + std::to_string(rec.consumers[i].op_id));
+  });
+  r.at("conversion_cost_table").forEach([&](const JsonReader& e) {
+    p.conversion_cost_table.push_back(readConversionCost(e));
+  });
+  r.at("gpu_idle_events").forEach([&](const JsonReader& e) {
+    p.gpu_idle_events.push_back(readIdleEvent(e));
+    const auto& ev = p.gpu_idle_events.back();
+    if (!op_ids.count(ev.before_op_id))
+      e.at("before_op_id").fail("unknown op id " + std::to_string(ev.before_op_id));
+    if (!op_ids.count(ev.after_op_id))
+      e.at("after_op_id").fail("unknown op id " + std::to_string(ev.after_op_id));
+  });
+  return p;
+}
+
+} // namespace xalloc::formats

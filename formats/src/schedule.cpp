@@ -1,0 +1,154 @@
+// schedule.json <-> Schedule.
+#include "xalloc/formats/schedule.h"
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/formats/json_reader.h"
+
+namespace xalloc::formats {
+
+using nlohmann::json;
+
+const char* actionName(Action a) {
+  switch (a) {
+  case Action::None:
+    return "none";
+  case Action::Sync:
+    return "sync";
+  case Action::Async:
+    return "async";
+  case Action::Remove:
+    return "remove";
+  }
+  return "none";
+}
+
+std::optional<Action> parseAction(const std::string& s) {
+  for (Action a : {Action::None, Action::Sync, Action::Async, Action::Remove})
+    if (s == actionName(a))
+      return a;
+  return std::nullopt;
+}
+
+std::int64_t Schedule::count(Action a) const {
+  std::int64_t n = 0;
+  for (const auto& d : decisions)
+    n += d.action == a;
+  return n;
+}
+
+namespace {
+
+json toJson(const Decision& d) {
+  json j;
+  j["value_id"] = d.value_id;
+  j["value_name"] = d.value_name;
+  j["producer"] = d.producer;
+  j["output_index"] = d.output_index;
+  j["consumers"] = d.consumers;
+  j["action"] = actionName(d.action);
+  j["window_id"] = d.window_id ? json(*d.window_id) : json(nullptr);
+  j["predicted_cost_ms"] = roundMs(d.predicted_cost_ms);
+  j["predicted_saving_ms"] = roundMs(d.predicted_saving_ms);
+  j["anchor"] = toJson(d.anchor);
+  j["input_anchor"] = d.input_anchor ? toJson(*d.input_anchor) : json(nullptr);
+  j["layout"] = toJson(d.layout);
+  j["reason"] = d.reason;
+  return j;
+}
+
+Decision readDecision(const JsonReader& r) {
+  Decision d;
+  d.value_id = r.at("value_id").toCount();
+  d.value_name = r.getString("value_name", "");
+  d.producer = r.at("producer").toCount();
+  d.output_index = r.getInt("output_index", 0);
+  d.consumers = r.at("consumers").toIntVector();
+  std::string action = r.getString("action");
+  auto parsed = parseAction(action);
+  if (!parsed)
+    r.at("action").fail("unknown action '" + action +
+                        "', expected one of 'sync', 'async', 'remove', 'none'");
+  d.action = *parsed;
+  d.window_id = r.getOptionalInt("window_id");
+  if (d.action == Action::Async && !d.window_id)
+    r.fail("an 'async' decision needs a window_id");
+  d.predicted_cost_ms = r.getNumber("predicted_cost_ms");
+  d.predicted_saving_ms = r.getNumber("predicted_saving_ms");
+  d.anchor = readAnchor(r.at("anchor"));
+  if (auto a = r.find("input_anchor"))
+    d.input_anchor = readAnchor(*a);
+  if (auto l = r.find("layout"))
+    d.layout = readLayout(*l);
+  d.reason = r.getString("reason", "");
+  return d;
+}
+
+} // namespace
+
+json toJson(const Schedule& s) {
+  json j;
+  j["schema"] = kScheduleSchema;
+  j["schema_version"] = kScheduleVersion;
+  j["tool"] = {{"name", "xsched"}, {"version", s.tool_version}};
+  j["model"] = toJson(s.model);
+  j["ops"] = json::array();
+  for (const auto& op : s.ops)
+    j["ops"].push_back(toJson(op));
+  j["gpu_idle_events"] = json::array();
+  for (const auto& e : s.gpu_idle_events)
+    j["gpu_idle_events"].push_back(toJson(e));
+  j["decisions"] = json::array();
+  for (const auto& d : s.decisions)
+    j["decisions"].push_back(toJson(d));
+  const auto& m = s.summary;
+  j["summary"] = {
+      {"predicted_time_before_ms", roundMs(m.predicted_time_before_ms)},
+      {"predicted_time_after_ms", roundMs(m.predicted_time_after_ms)},
+      {"peak_bytes_before", m.peak_bytes_before},
+      {"peak_bytes_after", m.peak_bytes_after},
+      {"memory_budget_bytes", m.memory_budget_bytes ? json(*m.memory_budget_bytes) : json(nullptr)},
+      {"solver", m.solver},
+      {"optimal", m.optimal},
+      {"gap", m.gap},
+      {"counts",
+       {{"sync", s.count(Action::Sync)},
+        {"async", s.count(Action::Async)},
+        {"remove", s.count(Action::Remove)},
+        {"none", s.count(Action::None)}}}};
+  return j;
+}
+
+Schedule readSchedule(const JsonReader& r) {
+  Schedule s;
+  if (auto t = r.find("tool"))
+    s.tool_version = t->getString("version", "");
+  s.model = readModelInfo(r.at("model"));
+  r.at("ops").forEach([&](const JsonReader& e) { s.ops.push_back(readOp(e)); });
+  r.at("gpu_idle_events").forEach([&](const JsonReader& e) {
+    s.gpu_idle_events.push_back(readIdleEvent(e));
+  });
+  r.at("decisions").forEach([&](const JsonReader& e) {
+    s.decisions.push_back(readDecision(e));
+    const auto& d = s.decisions.back();
+    if (d.window_id) {
+      bool known = false;
+      for (const auto& w : s.gpu_idle_events)
+        known |= w.id == *d.window_id;
+      if (!known)
+        e.at("window_id").fail("unknown window id " + std::to_string(*d.window_id));
+    }
+  });
+  auto m = r.at("summary");
+  s.summary.predicted_time_before_ms = m.getNumber("predicted_time_before_ms");
+  s.summary.predicted_time_after_ms = m.getNumber("predicted_time_after_ms");
+  s.summary.peak_bytes_before = m.at("peak_bytes_before").toCount();
+  s.summary.peak_bytes_after = m.at("peak_bytes_after").toCount();
+  s.summary.memory_budget_bytes = m.getOptionalInt("memory_budget_bytes");
+  s.summary.solver = m.getString("solver");
+  s.summary.optimal = m.getBool("optimal");
+  s.summary.gap = m.at("gap").toNonNegative();
+  return s;
+}
+
+} // namespace xalloc::formats

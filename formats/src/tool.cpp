@@ -1,0 +1,93 @@
+// Shared behaviour of the x-allocator command-line tools.
+#include "xalloc/tool.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
+#include "xalloc/io.h"
+#include "xalloc/version.h"
+
+namespace xalloc {
+
+namespace {
+void printDiagnostic(const std::string& where, const char* level, const std::string& message) {
+  std::cerr << (where.empty() ? std::string() : where + ": ") << level << ": " << message << "\n";
+}
+} // namespace
+
+void printError(const std::string& where, const std::string& message) {
+  printDiagnostic(where, "error", message);
+}
+void printWarning(const std::string& where, const std::string& message) {
+  printDiagnostic(where, "warning", message);
+}
+void printNote(const std::string& where, const std::string& message) {
+  printDiagnostic(where, "note", message);
+}
+
+namespace detail {
+void throwLogicError(const char* file, int line, const std::string& msg) {
+  throw LogicError(std::string(file) + ":" + std::to_string(line) + ": " + msg);
+}
+} // namespace detail
+
+int runGuarded(const std::string& tool, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const InputError& e) {
+    printError(e.where().empty() ? tool : e.where(), e.message());
+  } catch (const formats::FormatError& e) {
+    printError(tool + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+  } catch (const std::exception& e) {
+    printError(tool, std::string("internal error: ") + e.what());
+  }
+  return kExitError;
+}
+
+std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv) {
+  app.set_version_flag("--version", std::string(app.get_name()) + " (x-allocator) " + kVersion);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << app.get_name() << ": error: " << e.what() << "\n"
+              << "Run with --help for more information.\n";
+    return kExitError;
+  }
+  return std::nullopt;
+}
+
+bool inputIsStdin(const std::string& tool, const std::string& input, const char* what) {
+  if (!input.empty() && input != "-")
+    return false;
+  if (input.empty() && ::isatty(STDIN_FILENO))
+    throw InputError(tool, std::string("no input: give ") + what +
+                               " as a file, or '-' to read documents from stdin");
+  return true;
+}
+
+void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
+                  const nlohmann::json& doc) {
+  if (!output.empty()) {
+    writeFileAtomic(output, formats::dumpDocument(doc, /*compact=*/output == "-"));
+    return;
+  }
+  std::string text;
+  for (const auto& d : passthrough)
+    text += formats::dumpDocument(d, true);
+  text += formats::dumpDocument(doc, true);
+  writeFileAtomic("-", text);
+}
+
+} // namespace xalloc
