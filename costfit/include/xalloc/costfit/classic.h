@@ -1,0 +1,58 @@
+// The classic conversion cost model, cost_ms ~= alpha * numel + beta * ndim + gamma, fitted by
+// least squares (Eigen) per device and dtype group, its held-out accuracy, and predictions that
+// never beat the measured copy bandwidth.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xalloc/formats/cost.h"
+#include "xalloc/formats/profile.h"
+
+namespace xalloc::costfit {
+
+/// One measured layout: its median conversion time.
+struct Sample {
+  formats::Layout layout;
+  double ms = 0;
+};
+
+/// Fits the classic model to samples of one group. Needs at least one sample; with too few
+/// distinct layouts it drops the ndim term, then falls back to a median per-element rate
+/// (fit = "median_rate"). `floor_gbps` (0 = none) is stored and applied by predict().
+formats::CostModelEntry fitClassic(const std::vector<Sample>& samples, const std::string& device,
+                                   const std::string& dtype_group, double floor_gbps);
+
+/// Prediction of an entry for a layout, in ms, floored at bytes / copy bandwidth.
+double predictClassic(const formats::CostModelEntry& e, const formats::Layout& layout);
+
+/// k-fold cross-validation by layout (each sample is one layout). nullopt with fewer than 3.
+std::optional<formats::FitQuality> crossValidateClassic(const std::vector<Sample>& samples,
+                                                        int folds, double floor_gbps);
+
+struct FitOptions {
+  int folds = 5;
+};
+
+/// Fits every (device, dtype group) present in the profile's conversion cost table.
+formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options = {});
+
+/// Predicts conversion times from a cost document: a layout measured in the table gets its
+/// median, any other layout the fitted model of its group.
+class CostPredictor {
+public:
+  explicit CostPredictor(const formats::Cost& cost);
+  struct Prediction {
+    double ms = 0;
+    double spread_ms = 0;
+    std::string model; // "measured" or "classic"
+  };
+  /// nullopt when neither the table nor any model covers the layout's device and dtype group.
+  std::optional<Prediction> predict(const formats::Layout& layout) const;
+
+private:
+  const formats::Cost& cost_;
+};
+
+} // namespace xalloc::costfit

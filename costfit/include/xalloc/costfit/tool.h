@@ -1,0 +1,20 @@
+// xcost as a function: options in a plain struct, an exit code out (see main.cpp for the flags).
+#pragma once
+
+#include <string>
+
+namespace xalloc::costfit {
+
+struct XcostOptions {
+  std::string input;  // profile.json, "-" or "" (stdin stream)
+  std::string output; // cost.json, "-", or "" (stream mode)
+  bool report = false;
+  int folds = 5;
+  // `xcost predict`
+  bool predict = false;
+  std::string cost; // cost.json for predict ("" = read the stream on stdin... not allowed)
+};
+
+int runXcost(const XcostOptions& options);
+
+} // namespace xalloc::costfit

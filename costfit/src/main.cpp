@@ -1,0 +1,28 @@
+// xcost command line: parses flags into XcostOptions and calls runXcost.
+#include <CLI/CLI.hpp>
+
+#include "xalloc/costfit/tool.h"
+#include "xalloc/tool.h"
+
+int main(int argc, char** argv) {
+  xalloc::costfit::XcostOptions o;
+  CLI::App app{"xcost: fit the conversion cost model (cost_ms = alpha*numel + beta*ndim + gamma) "
+               "from a profile and report its accuracy on held-out layouts.",
+               "xcost"};
+  app.add_option("profile", o.input,
+                 "profile.json, or '-' to read a stream of documents from stdin (default)");
+  app.add_option("-o,--output", o.output,
+                 "write cost.json here ('-' for stdout); without it, pass the input stream "
+                 "through and append cost.json");
+  app.add_flag("--report", o.report, "print the fitted coefficients and held-out errors");
+  app.add_option("--folds", o.folds, "cross-validation folds (by layout)")->capture_default_str();
+  auto* predict = app.add_subcommand(
+      "predict",
+      "read layouts as JSON Lines on stdin ({\"sizes\":[..],\"strides\":[..],"
+      "\"dtype\":\"float32\",\"device\":\"cpu\"}) and print {\"ms\":..,\"model\":..} per line");
+  predict->add_option("--cost", o.cost, "cost.json to predict with")->required();
+  if (auto code = xalloc::parseCommandLine(app, argc, argv))
+    return *code;
+  o.predict = predict->parsed();
+  return xalloc::runGuarded("xcost", [&] { return xalloc::costfit::runXcost(o); });
+}

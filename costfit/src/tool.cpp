@@ -1,0 +1,102 @@
+// xcost: fit the conversion cost model from a profile; `xcost predict` answers layouts.
+#include "xalloc/costfit/tool.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/costfit/classic.h"
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
+#include "xalloc/io.h"
+#include "xalloc/tool.h"
+#include "xalloc/version.h"
+
+namespace xalloc::costfit {
+
+namespace {
+
+std::string reportTable(const formats::Cost& cost) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-6s %-7s %4s %13s %11s %11s %7s %9s %9s %9s  %s\n", "device",
+                "dtypes", "n", "alpha ms/el", "beta ms", "gamma ms", "R^2", "MAPE %", "medAPE %",
+                "maxAPE %", "fit");
+  out << line;
+  for (const auto& e : cost.cost_model) {
+    auto pct = [&](auto get) {
+      return e.holdout ? get(*e.holdout) : -1.0;
+    };
+    std::snprintf(line, sizeof line,
+                  "%-6s %-7s %4lld %13.4e %11.3e %11.3e %7.3f %9.1f %9.1f %9.1f  %s\n",
+                  e.device.c_str(), e.dtype_group.c_str(), static_cast<long long>(e.n_samples),
+                  e.alpha, e.beta, e.gamma, e.r2, pct([](auto& q) { return q.mape; }),
+                  pct([](auto& q) { return q.median_ape; }), pct([](auto& q) { return q.max_ape; }),
+                  e.fit.c_str());
+    out << line;
+  }
+  if (cost.cost_model.empty())
+    out << "(no non-contiguous layouts were measured: nothing to fit)\n";
+  out << "APE columns are k-fold cross-validated by layout; -1 means too few layouts to hold "
+         "out.\n";
+  return out.str();
+}
+
+int runPredict(const XcostOptions& o) {
+  if (o.cost.empty())
+    throw InputError("xcost", "predict needs --cost cost.json");
+  formats::Cost cost = formats::loadCost(o.cost);
+  CostPredictor predictor(cost);
+  std::string text = readFile("-");
+  std::istringstream lines(text);
+  std::string line, out;
+  int lineno = 0;
+  while (std::getline(lines, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    const std::string where = "<stdin>:" + std::to_string(lineno);
+    nlohmann::json j = formats::parseJson(line, where);
+    formats::Layout layout;
+    try {
+      layout = formats::readLayout(formats::JsonReader(j));
+    } catch (const formats::FormatError& e) {
+      throw InputError(where + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+    }
+    auto p = predictor.predict(layout);
+    if (!p)
+      throw InputError(where, "no cost model for device '" + layout.device + "' and dtype group '" +
+                                  formats::dtypeGroup(layout.dtype) + "' in " + o.cost);
+    out += nlohmann::json{{"ms", formats::roundMs(p->ms)}, {"model", p->model}}.dump() + "\n";
+  }
+  writeFileAtomic("-", out);
+  return kExitOk;
+}
+
+} // namespace
+
+int runXcost(const XcostOptions& o) {
+  if (o.predict)
+    return runPredict(o);
+  if (o.folds < 2)
+    throw InputError("xcost", "--folds must be at least 2");
+  bool from_stdin = inputIsStdin("xcost", o.input, "a profile.json");
+  auto set = formats::DocumentSet::read(from_stdin ? "-" : o.input);
+  formats::Profile profile =
+      formats::profileFromJson(set.require(formats::DocKind::Profile), set.name());
+  FitOptions fo;
+  fo.folds = o.folds;
+  formats::Cost cost = fitCost(profile, fo);
+  cost.tool_version = kVersion;
+  emitDocument(o.output, set.documents(), formats::toJson(cost));
+  if (o.report) {
+    bool doc_on_stdout = o.output.empty() || o.output == "-";
+    (doc_on_stdout ? std::cerr : std::cout) << reportTable(cost);
+  }
+  return kExitOk;
+}
+
+} // namespace xalloc::costfit

@@ -1,0 +1,40 @@
+// xsched's decision procedure for the walking skeleton: per site, `sync` when the measured
+// saving of the consumers beats the predicted conversion cost by more than the measurement noise,
+// `remove` when an existing conversion costs more than it saves, else `none`. Sites are
+// independent without idle windows, so this per-site choice is optimal; a memory budget couples
+// them and is then met greedily (the summary reports the gap).
+#pragma once
+
+#include <optional>
+
+#include "xalloc/formats/cost.h"
+#include "xalloc/formats/profile.h"
+#include "xalloc/formats/schedule.h"
+
+namespace xalloc::scheduler {
+
+struct SchedOptions {
+  /// A decision must gain at least this much (ms) ...
+  double min_gain_ms = 0.0005;
+  /// ... and more than `z` standard errors of the measurements it rests on.
+  double z = 2.0;
+  /// Predicted peak activation memory must stay within this many bytes (nullopt = no limit).
+  std::optional<std::int64_t> memory_budget_bytes;
+};
+
+/// Standard error of a median of `n` samples whose interquartile range is `iqr`.
+double medianStandardError(double iqr, std::int64_t n);
+
+/// Predicted peak activation bytes (graph inputs and op outputs; weights excluded) of the
+/// profiled run with the given decisions applied.
+std::int64_t predictedPeakBytes(const formats::Profile& profile,
+                                const std::vector<formats::Decision>& decisions);
+
+/// Decides every candidate site. Throws InputError when the budget is below the model's own peak.
+formats::Schedule makeSchedule(const formats::Profile& profile, const formats::Cost& cost,
+                               const SchedOptions& options = {});
+
+/// A table a person can read: site, source line, layout, decision, why.
+std::string explainSchedule(const formats::Schedule& schedule);
+
+} // namespace xalloc::scheduler

@@ -1,0 +1,24 @@
+// xsched as a function: options in a plain struct, an exit code out (see main.cpp for the flags).
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace xalloc::scheduler {
+
+struct XschedOptions {
+  std::string profile; // profile.json; "" = take it from the stdin stream
+  std::string cost;    // cost.json; "" = take it from the stdin stream
+  std::string output;  // schedule.json, "-", or "" (stream mode)
+  bool explain = false;
+  double min_gain_ms = 0.0005;
+  double z = 2.0;
+  std::optional<std::string> memory_budget; // "512M", "2G", "1048576"
+};
+
+int runXsched(const XschedOptions& options);
+
+/// Parses a byte count with an optional K/M/G/T suffix (powers of 1024). nullopt if malformed.
+std::optional<std::int64_t> parseBytes(const std::string& text);
+
+} // namespace xalloc::scheduler

@@ -1,0 +1,337 @@
+// makeSchedule: measured-saving versus predicted-cost decisions, peak memory, and --explain.
+#include "xalloc/scheduler/decide.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "xalloc/costfit/classic.h"
+#include "xalloc/error.h"
+#include "xalloc/memplan/liveness.h"
+
+namespace xalloc::scheduler {
+
+using formats::Action;
+using formats::Decision;
+using formats::Profile;
+using formats::Record;
+
+double medianStandardError(double iqr, std::int64_t n) {
+  // sigma ~= IQR / 1.349 for a normal distribution; the median's standard error is
+  // 1.2533 * sigma / sqrt(n).
+  if (n < 1)
+    n = 1;
+  return 1.2533 * (iqr / 1.349) / std::sqrt(static_cast<double>(n));
+}
+
+namespace {
+
+std::string fmtMs(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
+  return buf;
+}
+
+class Decider {
+public:
+  Decider(const Profile& p, const formats::Cost& c, const SchedOptions& o)
+      : p_(p), predictor_(c), o_(o) {}
+
+  std::vector<Decision> decideAll() {
+    std::vector<Decision> out;
+    for (const Record& r : p_.records) {
+      if (!r.producer_op || r.consumers.empty() || r.in_loop)
+        continue;
+      const formats::Op* producer = p_.findOp(*r.producer_op);
+      XALLOC_EXPECTS(producer != nullptr, "profile was validated");
+      if (producer->kind == "aten::contiguous")
+        out.push_back(decideRemove(r, *producer));
+      else if (!r.contiguous)
+        out.push_back(decideSync(r, *producer));
+    }
+    return out;
+  }
+
+private:
+  double se(double iqr) const { return medianStandardError(iqr, p_.settings.repeats); }
+
+  Decision base(const Record& r, const formats::Op& producer) const {
+    Decision d;
+    d.value_id = r.id;
+    d.value_name = r.name;
+    d.producer = producer.id;
+    d.output_index = r.output_index;
+    d.anchor = producer.anchor;
+    d.layout = r.layout;
+    d.action = Action::None;
+    return d;
+  }
+
+  Decision decideSync(const Record& r, const formats::Op& producer) const {
+    Decision d = base(r, producer);
+    if (r.has_writers) {
+      d.reason = "the value is written in place; a copy would change what the write affects";
+      return d;
+    }
+    auto cost = predictor_.predict(r.layout);
+    if (!cost) {
+      d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
+      return d;
+    }
+    d.predicted_cost_ms = cost->ms;
+    double saving = 0;
+    double var = se(cost->spread_ms) * se(cost->spread_ms);
+    std::size_t unmeasured = 0, differing = 0;
+    for (const auto& c : r.consumers) {
+      const formats::Op* op = p_.findOp(c.op_id);
+      if (!c.measured || !c.time_contiguous_ms || (op && op->kind == "aten::contiguous")) {
+        ++unmeasured;
+        continue;
+      }
+      if (!c.identical_output) {
+        ++differing;
+        continue;
+      }
+      double gain = c.time_as_is_ms - *c.time_contiguous_ms;
+      if (gain <= 0)
+        continue;
+      saving += gain;
+      var +=
+          se(c.time_as_is_spread_ms) * se(c.time_as_is_spread_ms) +
+          se(c.time_contiguous_spread_ms.value_or(0)) * se(c.time_contiguous_spread_ms.value_or(0));
+      d.consumers.push_back(c.op_id);
+    }
+    d.predicted_saving_ms = saving;
+    const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
+    if (d.consumers.empty()) {
+      d.reason = differing > 0 ? "a contiguous input changes the consumer's output bits"
+                 : unmeasured == r.consumers.size()
+                     ? "no consumer could be measured in isolation"
+                     : "no consumer is faster with a contiguous input";
+      return d;
+    }
+    if (saving - cost->ms <= margin) {
+      d.reason = "saving " + fmtMs(saving) + " does not beat the " + cost->model + " cost " +
+                 fmtMs(cost->ms) + " by the noise margin " + fmtMs(margin);
+      return d;
+    }
+    d.action = Action::Sync;
+    d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
+               " consumer(s) for a " + cost->model + " cost of " + fmtMs(cost->ms);
+    return d;
+  }
+
+  Decision decideRemove(const Record& r, const formats::Op& conv) const {
+    Decision d = base(r, conv);
+    for (const auto& c : r.consumers)
+      d.consumers.push_back(c.op_id);
+    d.predicted_cost_ms = conv.duration_ms;
+    const Record* src = conv.inputs.empty() ? nullptr : p_.findRecord(conv.inputs.front());
+    if (!src) {
+      d.reason = "the conversion's input was not recorded";
+      return d;
+    }
+    if (src->producer_op)
+      d.input_anchor = p_.findOp(*src->producer_op)->anchor;
+    double extra = 0;
+    double var = se(conv.duration_spread_ms) * se(conv.duration_spread_ms);
+    if (!src->contiguous) {
+      if (r.has_writers || src->has_writers) {
+        d.reason = "the conversion's input or output is written in place";
+        return d;
+      }
+      for (const auto& c : r.consumers) {
+        const formats::Op* op = p_.findOp(c.op_id);
+        std::string name = op ? op->kind : "op " + std::to_string(c.op_id);
+        if (!c.accepts_noncontiguous) {
+          d.reason = name + " needs a contiguous input";
+          return d;
+        }
+        if (!c.measured || !c.time_noncontiguous_ms) {
+          d.reason = name + " could not be measured without the conversion";
+          return d;
+        }
+        if (!c.identical_output) {
+          d.reason = name + " gives different output bits without the conversion";
+          return d;
+        }
+        extra += *c.time_noncontiguous_ms - c.time_as_is_ms;
+        var += se(c.time_as_is_spread_ms) * se(c.time_as_is_spread_ms) +
+               se(c.time_noncontiguous_spread_ms.value_or(0)) *
+                   se(c.time_noncontiguous_spread_ms.value_or(0));
+      }
+    }
+    // Without the conversion the consumers take `extra` longer (negative: they get faster).
+    d.predicted_saving_ms = extra;
+    const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
+    const double net = conv.duration_ms - extra;
+    if (net <= margin) {
+      d.reason = "the conversion (" + fmtMs(conv.duration_ms) + ") saves its consumers " +
+                 fmtMs(extra) + "; removing it gains less than the noise margin " + fmtMs(margin);
+      return d;
+    }
+    d.action = Action::Remove;
+    d.reason = src->contiguous ? "the input is already contiguous: the call is pure overhead (" +
+                                     fmtMs(conv.duration_ms) + ")"
+                               : "costs " + fmtMs(conv.duration_ms) +
+                                     " but saves its consumers only " + fmtMs(extra);
+    return d;
+  }
+
+  const Profile& p_;
+  costfit::CostPredictor predictor_;
+  SchedOptions o_;
+};
+
+double netGain(const Decision& d) {
+  switch (d.action) {
+  case Action::Sync:
+  case Action::Async:
+    return d.predicted_saving_ms - d.predicted_cost_ms;
+  case Action::Remove:
+    return d.predicted_cost_ms - d.predicted_saving_ms;
+  case Action::None:
+    return 0;
+  }
+  return 0;
+}
+
+} // namespace
+
+std::int64_t predictedPeakBytes(const Profile& p, const std::vector<Decision>& decisions) {
+  // One interval per storage: from its first producer to the last use of any view of it.
+  std::map<std::int64_t, memplan::Interval> storages;
+  std::map<std::int64_t, std::int64_t> storage_of_value;
+  for (const Record& r : p.records) {
+    storage_of_value[r.id] = r.storage_id;
+    if (r.origin == "attribute")
+      continue; // weights and buffers live for the whole program
+    auto [it, fresh] = storages.try_emplace(
+        r.storage_id, memplan::Interval{r.first_use, r.last_use, r.storage_bytes});
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, r.first_use);
+      it->second.last = std::max(it->second.last, r.last_use);
+    }
+  }
+  std::vector<memplan::Interval> extra;
+  for (const Decision& d : decisions) {
+    const Record* r = p.findRecord(d.value_id);
+    if (!r || d.consumers.empty())
+      continue;
+    if (d.action == Action::Sync || d.action == Action::Async) {
+      auto [lo, hi] = std::minmax_element(d.consumers.begin(), d.consumers.end());
+      extra.push_back({*lo, std::max(*hi, r->last_use), r->bytes});
+    } else if (d.action == Action::Remove) {
+      const formats::Op* conv = p.findOp(d.producer);
+      const Record* src =
+          conv && !conv->inputs.empty() ? p.findRecord(conv->inputs.front()) : nullptr;
+      if (!src || src->storage_id == r->storage_id)
+        continue; // a no-op conversion allocates nothing
+      storages.erase(r->storage_id);
+      auto it = storages.find(src->storage_id);
+      if (it != storages.end())
+        it->second.last = std::max(it->second.last, r->last_use);
+    }
+  }
+  std::vector<memplan::Interval> all;
+  for (const auto& [id, iv] : storages)
+    all.push_back(iv);
+  all.insert(all.end(), extra.begin(), extra.end());
+  return memplan::peakLiveBytes(all);
+}
+
+formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, const SchedOptions& o) {
+  formats::Schedule s;
+  s.model = p.model;
+  s.ops = p.ops;
+  s.gpu_idle_events = p.gpu_idle_events;
+  s.decisions = Decider(p, cost, o).decideAll();
+
+  auto& m = s.summary;
+  for (const auto& op : p.ops)
+    m.predicted_time_before_ms += op.duration_ms;
+  m.peak_bytes_before = predictedPeakBytes(p, {});
+  m.memory_budget_bytes = o.memory_budget_bytes;
+  m.solver = "per-site threshold";
+  m.optimal = true;
+
+  double upper_bound = 0;
+  for (const auto& d : s.decisions)
+    upper_bound += netGain(d);
+  if (o.memory_budget_bytes) {
+    if (m.peak_bytes_before > *o.memory_budget_bytes)
+      throw InputError("xsched", "memory budget " + std::to_string(*o.memory_budget_bytes) +
+                                     " bytes is below the model's own peak of " +
+                                     std::to_string(m.peak_bytes_before) + " bytes");
+    // Conversions cost memory: drop the least gain per byte until the plan fits.
+    while (predictedPeakBytes(p, s.decisions) > *o.memory_budget_bytes) {
+      Decision* worst = nullptr;
+      double worst_ratio = 0;
+      for (auto& d : s.decisions) {
+        if (d.action != Action::Sync)
+          continue;
+        double ratio =
+            netGain(d) / static_cast<double>(std::max<std::int64_t>(1, d.layout.bytes()));
+        if (!worst || ratio < worst_ratio) {
+          worst = &d;
+          worst_ratio = ratio;
+        }
+      }
+      if (!worst)
+        break;
+      worst->action = Action::None;
+      worst->reason = "dropped to stay within the memory budget";
+      m.solver = "per-site threshold + greedy memory repair";
+      m.optimal = false;
+    }
+  }
+  double achieved = 0;
+  for (const auto& d : s.decisions)
+    achieved += netGain(d);
+  m.gap = upper_bound > 0 ? (upper_bound - achieved) / upper_bound : 0.0;
+  if (m.gap <= 0)
+    m.optimal = true;
+  m.predicted_time_after_ms = m.predicted_time_before_ms - achieved;
+  m.peak_bytes_after = predictedPeakBytes(p, s.decisions);
+  return s;
+}
+
+std::string explainSchedule(const formats::Schedule& s) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-8s %-28s %-20s %-7s %10s %10s  %s\n", "value", "source",
+                "sizes", "action", "cost ms", "saving ms", "why");
+  out << line;
+  for (const auto& d : s.decisions) {
+    std::string where = d.anchor.file;
+    if (auto slash = where.rfind('/'); slash != std::string::npos)
+      where = where.substr(slash + 1);
+    where += ":" + std::to_string(d.anchor.line);
+    std::string sizes = "[";
+    for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
+      sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
+    sizes += "]";
+    std::snprintf(line, sizeof line, "%-8s %-28s %-20s %-7s %10.4f %10.4f  %s\n",
+                  ("%" + d.value_name).c_str(), where.c_str(), sizes.c_str(),
+                  formats::actionName(d.action), d.predicted_cost_ms, d.predicted_saving_ms,
+                  d.reason.c_str());
+    out << line;
+  }
+  const auto& m = s.summary;
+  const std::string quality = m.optimal ? "optimal" : "gap " + std::to_string(m.gap);
+  std::snprintf(line, sizeof line,
+                "predicted %.4f -> %.4f ms, peak %lld -> %lld bytes; %lld sync, %lld remove, %lld "
+                "none; solver: %s (%s)\n",
+                m.predicted_time_before_ms, m.predicted_time_after_ms,
+                static_cast<long long>(m.peak_bytes_before),
+                static_cast<long long>(m.peak_bytes_after),
+                static_cast<long long>(s.count(Action::Sync)),
+                static_cast<long long>(s.count(Action::Remove)),
+                static_cast<long long>(s.count(Action::None)), m.solver.c_str(), quality.c_str());
+  out << line;
+  return out.str();
+}
+
+} // namespace xalloc::scheduler

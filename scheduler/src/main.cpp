@@ -1,0 +1,30 @@
+// xsched command line: parses flags into XschedOptions and calls runXsched.
+#include <CLI/CLI.hpp>
+
+#include "xalloc/scheduler/tool.h"
+#include "xalloc/tool.h"
+
+int main(int argc, char** argv) {
+  xalloc::scheduler::XschedOptions o;
+  std::string budget;
+  CLI::App app{"xsched: decide per conversion site whether to convert (sync), remove an existing "
+               "conversion, or leave it, from measured savings and predicted costs.",
+               "xsched"};
+  app.add_option("--profile", o.profile, "profile.json (default: from the stdin stream)");
+  app.add_option("--cost", o.cost, "cost.json (default: from the stdin stream)");
+  app.add_option("-o,--output", o.output,
+                 "write schedule.json here ('-' for stdout); without it, pass the input stream "
+                 "through and append schedule.json");
+  app.add_flag("--explain", o.explain, "print a table of every site and why it was decided so");
+  app.add_option("--min-gain-ms", o.min_gain_ms, "smallest gain worth an edit")
+      ->capture_default_str();
+  app.add_option("--z", o.z, "noise margin in standard errors of the measurements")
+      ->capture_default_str();
+  auto* mb =
+      app.add_option("--memory-budget", budget, "peak activation memory limit, e.g. 512M or 2G");
+  if (auto code = xalloc::parseCommandLine(app, argc, argv))
+    return *code;
+  if (mb->count() > 0)
+    o.memory_budget = budget;
+  return xalloc::runGuarded("xsched", [&] { return xalloc::scheduler::runXsched(o); });
+}

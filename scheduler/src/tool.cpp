@@ -1,0 +1,105 @@
+// xsched: read a profile and a cost model, decide every site, write schedule.json.
+#include "xalloc/scheduler/tool.h"
+
+#include <cctype>
+#include <cstdint>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/scheduler/decide.h"
+#include "xalloc/tool.h"
+#include "xalloc/version.h"
+
+namespace xalloc::scheduler {
+
+std::optional<std::int64_t> parseBytes(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return std::nullopt;
+  std::size_t pos = 0;
+  long double value = 0;
+  try {
+    value = std::stold(text, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string suffix = text.substr(pos);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b'))
+    suffix.pop_back();
+  if (suffix.size() == 2 && (suffix[1] == 'i' || suffix[1] == 'I'))
+    suffix.pop_back();
+  long double mult = 1;
+  if (suffix.size() > 1)
+    return std::nullopt;
+  if (!suffix.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
+    case 'K':
+      mult = 1024.0L;
+      break;
+    case 'M':
+      mult = 1024.0L * 1024;
+      break;
+    case 'G':
+      mult = 1024.0L * 1024 * 1024;
+      break;
+    case 'T':
+      mult = 1024.0L * 1024 * 1024 * 1024;
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  long double bytes = value * mult;
+  if (bytes < 0 || bytes > 9.0e18L)
+    return std::nullopt;
+  return static_cast<std::int64_t>(bytes);
+}
+
+int runXsched(const XschedOptions& o) {
+  SchedOptions so;
+  so.min_gain_ms = o.min_gain_ms;
+  so.z = o.z;
+  if (o.memory_budget) {
+    so.memory_budget_bytes = parseBytes(*o.memory_budget);
+    if (!so.memory_budget_bytes)
+      throw InputError("xsched", "--memory-budget: cannot read '" + *o.memory_budget +
+                                     "' as a byte count (e.g. 1048576, 512M, 2G)");
+  }
+  if (o.min_gain_ms < 0 || o.z < 0)
+    throw InputError("xsched", "--min-gain-ms and --z must be non-negative");
+
+  // Documents come from the named files, or from the stream on stdin for what is not named.
+  std::optional<formats::DocumentSet> stream;
+  auto fromStream = [&]() -> const formats::DocumentSet& {
+    if (!stream) {
+      inputIsStdin("xsched", "", "--profile and --cost");
+      stream = formats::DocumentSet::read("-");
+    }
+    return *stream;
+  };
+  formats::Profile profile =
+      o.profile.empty() || o.profile == "-"
+          ? formats::profileFromJson(fromStream().require(formats::DocKind::Profile),
+                                     fromStream().name())
+          : formats::loadProfile(o.profile);
+  formats::Cost cost =
+      o.cost.empty() || o.cost == "-"
+          ? formats::costFromJson(fromStream().require(formats::DocKind::Cost), fromStream().name())
+          : formats::loadCost(o.cost);
+
+  formats::Schedule schedule = makeSchedule(profile, cost, so);
+  schedule.tool_version = kVersion;
+  std::vector<nlohmann::json> passthrough;
+  if (stream)
+    passthrough = stream->documents();
+  emitDocument(o.output, passthrough, formats::toJson(schedule));
+  if (o.explain) {
+    bool doc_on_stdout = o.output.empty() || o.output == "-";
+    (doc_on_stdout ? std::cerr : std::cout) << explainSchedule(schedule);
+  }
+  return kExitOk;
+}
+
+} // namespace xalloc::scheduler
