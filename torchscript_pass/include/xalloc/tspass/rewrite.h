@@ -1,0 +1,60 @@
+// The TorchScript graph pass that writes a schedule back into a graph: `sync` inserts one
+// aten::contiguous before the value's first listed consumer and rewires the listed consumers to
+// it; `remove` drops an existing aten::contiguous. Decisions are found by source anchor, never by
+// raw id, so the pass is idempotent: on its own output it changes nothing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xalloc/formats/schedule.h"
+
+namespace torch::jit {
+struct Graph;
+struct Node;
+struct Value;
+} // namespace torch::jit
+
+namespace xalloc::tspass {
+
+enum class ApplyStatus {
+  Applied,        // the graph changed
+  AlreadyApplied, // the graph already does what the decision asks
+  NotFound,       // the site is not in this graph (for remove: nothing left to remove)
+  Skipped,        // the edit would be unsafe or the graph does not match; reported, not guessed
+};
+const char* applyStatusName(ApplyStatus s);
+
+struct ApplyResult {
+  std::size_t decision_index = 0;
+  formats::Action action = formats::Action::None;
+  ApplyStatus status = ApplyStatus::Skipped;
+  std::string message;
+  formats::Anchor anchor;
+};
+
+struct ApplyReport {
+  std::vector<ApplyResult> results;
+  std::size_t count(ApplyStatus s) const;
+  bool changed() const { return count(ApplyStatus::Applied) > 0; }
+};
+
+struct ApplyOptions {
+  /// Portable form: async decisions become sync (only aten:: ops in the output).
+  bool async_as_sync = true;
+};
+
+/// Applies `schedule` to an inlined graph in place.
+ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
+                          const formats::Schedule& schedule, const ApplyOptions& options = {});
+
+/// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
+/// dominates later uses) and returns the converted value. The node borrows `source`'s range.
+torch::jit::Value* insertContiguous(torch::jit::Value* value, torch::jit::Node* before,
+                                    const torch::jit::Node* source);
+
+/// True when `n` is `aten::contiguous(x)` with the default (row-major) memory format.
+bool isRowMajorContiguousCall(const torch::jit::Node* n);
+
+} // namespace xalloc::tspass

@@ -1,0 +1,36 @@
+// Where a TorchScript node came from: its original file:line:col (through the debug info that
+// torch.jit.save keeps), the source line, the enclosing Python function, and the text of the
+// expression. The same function feeds profiles, anchors and diffs, so they always agree.
+#pragma once
+
+#include <string>
+
+#include "xalloc/formats/common.h"
+
+namespace torch::jit {
+struct Node;
+}
+
+namespace xalloc::tspass {
+
+struct NodeSource {
+  formats::SourceLoc loc; // file, line, col (1-based), text of the whole line
+  std::string function;   // "CausalSelfAttention.forward"; "" when unknown
+  std::string expr;       // the expression's text, whitespace collapsed
+};
+
+/// Describes a node's original source. Nodes without a source range get an empty NodeSource.
+NodeSource describeNode(const torch::jit::Node* node);
+
+/// Module instance path of an inlined node ("0.attn.c_attn"), "" when not inlined.
+std::string moduleScope(const torch::jit::Node* node);
+
+namespace detail {
+/// Finds "Class.method" enclosing byte `offset` of Python source `text` by indentation.
+std::string enclosingPythonFunction(const std::string& text, std::size_t offset);
+/// Repairs a range's text into a whole expression: completes a cut identifier, closes brackets
+/// (taking text from the source after `end`), and collapses whitespace.
+std::string completeExpression(const std::string& text, std::size_t start, std::size_t end);
+} // namespace detail
+
+} // namespace xalloc::tspass

@@ -1,0 +1,69 @@
+// loadModel / saveModel.
+#include "xalloc/tspass/model_io.h"
+
+#include <cstdio>
+
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <unistd.h>
+
+#include "xalloc/error.h"
+#include "xalloc/io.h"
+
+namespace xalloc::tspass {
+
+namespace {
+// libtorch errors carry a C++ backtrace after the first line; users need only the first line.
+std::string firstLine(const std::string& s) {
+  auto nl = s.find('\n');
+  std::string line = s.substr(0, nl);
+  if (line.size() > 200)
+    line = line.substr(0, 200) + "...";
+  return line;
+}
+} // namespace
+
+LoadedModel loadModel(const std::string& path) {
+  LoadedModel m;
+  m.path = path;
+  std::string bytes = readFile(path); // clear errors for missing / unreadable files
+  m.sha256 = sha256Hex(bytes);
+  torch::jit::ExtraFilesMap extra;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const std::string& rec : reader.getAllRecords()) {
+      const std::string prefix = "extra/";
+      if (rec.compare(0, prefix.size(), prefix) == 0)
+        extra[rec.substr(prefix.size())] = "";
+    }
+  } catch (const std::exception& e) {
+    throw InputError(path, "not a TorchScript model (expected a zip archive written by "
+                           "torch.jit.save): " +
+                               firstLine(e.what()));
+  }
+  try {
+    m.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
+  } catch (const std::exception& e) {
+    throw InputError(path, "cannot load TorchScript model: " + firstLine(e.what()));
+  }
+  m.extra_files.insert(extra.begin(), extra.end());
+  return m;
+}
+
+void saveModel(const torch::jit::Module& module, const std::string& path,
+               const std::map<std::string, std::string>& extra_files) {
+  torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  try {
+    module.save(tmp, extra);
+  } catch (const std::exception& e) {
+    std::remove(tmp.c_str());
+    throw InputError(path, "cannot save model: " + firstLine(e.what()));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path, "cannot replace file");
+  }
+}
+
+} // namespace xalloc::tspass

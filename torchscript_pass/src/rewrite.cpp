@@ -1,0 +1,278 @@
+// applySchedule: the sync / remove graph edits, found by anchor and checked for safety.
+#include "xalloc/tspass/rewrite.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
+
+namespace xalloc::tspass {
+
+using formats::Action;
+using formats::Anchor;
+using formats::Decision;
+using torch::jit::Node;
+using torch::jit::Value;
+
+const char* applyStatusName(ApplyStatus s) {
+  switch (s) {
+  case ApplyStatus::Applied:
+    return "applied";
+  case ApplyStatus::AlreadyApplied:
+    return "already applied";
+  case ApplyStatus::NotFound:
+    return "not found";
+  case ApplyStatus::Skipped:
+    return "skipped";
+  }
+  return "?";
+}
+
+std::size_t ApplyReport::count(ApplyStatus s) const {
+  std::size_t n = 0;
+  for (const auto& r : results)
+    n += r.status == s;
+  return n;
+}
+
+bool isRowMajorContiguousCall(const Node* n) {
+  if (n->kind() != c10::aten::contiguous || n->inputs().empty())
+    return false;
+  if (n->inputs().size() < 2)
+    return true;
+  auto fmt = torch::jit::toIValue(n->input(1));
+  if (!fmt)
+    return false; // a memory format computed at run time: not ours to touch
+  if (fmt->isNone())
+    return true;
+  return fmt->isInt() && fmt->toInt() == static_cast<int64_t>(c10::MemoryFormat::Contiguous);
+}
+
+namespace {
+
+// Lifts `n` to the block that defines `v`, so a node inserted before the result dominates `n`.
+Node* liftToBlockOf(Node* n, const Value* v) {
+  const torch::jit::Block* target = v->node()->owningBlock();
+  if (v->node()->kind() == c10::prim::Param)
+    target = v->owningGraph()->block();
+  while (n && n->owningBlock() != target) {
+    Node* owner = n->owningBlock()->owningNode();
+    if (!owner)
+      break;
+    n = owner;
+  }
+  return n;
+}
+
+std::string valueLabel(const Value* v) {
+  return "%" + v->debugName();
+}
+
+} // namespace
+
+Value* insertContiguous(Value* value, Node* before, const Node* source) {
+  torch::jit::Graph* graph = value->owningGraph();
+  Node* at = liftToBlockOf(before, value);
+  torch::jit::WithInsertPoint guard(at);
+  Value* converted = graph->insert(c10::aten::contiguous, {value});
+  converted->node()->setSourceRange(source->sourceRange());
+  converted->setType(value->type());
+  std::string base = value->debugName();
+  if (auto dot = base.find('.'); dot != std::string::npos)
+    base = base.substr(0, dot);
+  if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0])))
+    converted->setDebugName(base + "_contig");
+  return converted;
+}
+
+namespace {
+
+class Applier {
+public:
+  Applier(const std::shared_ptr<torch::jit::Graph>& graph, const formats::Schedule& schedule,
+          const ApplyOptions& options)
+      : graph_(graph), schedule_(schedule), options_(options), index_(*graph), mutation_(graph) {
+    for (const auto& op : schedule.ops)
+      ops_by_id_[op.id] = &op;
+  }
+
+  ApplyReport run() {
+    ApplyReport report;
+    // Conversions are inserted first and removed last, so no edit invalidates a node another
+    // decision still has to find.
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < schedule_.decisions.size(); ++i)
+      if (schedule_.decisions[i].action != Action::Remove)
+        order.push_back(i);
+    for (std::size_t i = 0; i < schedule_.decisions.size(); ++i)
+      if (schedule_.decisions[i].action == Action::Remove)
+        order.push_back(i);
+    for (std::size_t i : order) {
+      const Decision& d = schedule_.decisions[i];
+      if (d.action == Action::None)
+        continue;
+      ApplyResult r;
+      r.decision_index = i;
+      r.action = d.action;
+      r.anchor = d.anchor;
+      if (d.action == Action::Remove)
+        applyRemove(d, r);
+      else if (d.action == Action::Sync || options_.async_as_sync)
+        applySync(d, r);
+      else
+        finish(r, ApplyStatus::Skipped, "async conversions need the fast form (xalloc:: ops)");
+      report.results.push_back(std::move(r));
+    }
+    std::sort(report.results.begin(), report.results.end(),
+              [](const ApplyResult& a, const ApplyResult& b) {
+                return a.decision_index < b.decision_index;
+              });
+    return report;
+  }
+
+private:
+  static void finish(ApplyResult& r, ApplyStatus s, std::string msg) {
+    r.status = s;
+    r.message = std::move(msg);
+  }
+
+  // The unique op at an anchor. When several match (should not happen), the line hint decides.
+  Node* resolve(const Anchor& a, std::string* why) const {
+    auto nodes = index_.findByAnchor(a);
+    if (nodes.empty()) {
+      *why = "no " + a.op + " at " + a.describe();
+      return nullptr;
+    }
+    if (nodes.size() == 1)
+      return nodes.front();
+    for (Node* n : nodes)
+      if (index_.anchor(index_.opId(n)).line == a.line)
+        return n;
+    *why = std::to_string(nodes.size()) + " ops match " + a.describe();
+    return nullptr;
+  }
+
+  void applySync(const Decision& d, ApplyResult& r) {
+    std::string why;
+    Node* producer = resolve(d.anchor, &why);
+    if (!producer)
+      return finish(r, ApplyStatus::NotFound, "producer not found: " + why);
+    if (d.output_index < 0 ||
+        static_cast<std::size_t>(d.output_index) >= producer->outputs().size())
+      return finish(r, ApplyStatus::Skipped,
+                    "producer has no output " + std::to_string(d.output_index));
+    Value* v = producer->output(static_cast<std::size_t>(d.output_index));
+    if (!v->type()->cast<c10::TensorType>())
+      return finish(r, ApplyStatus::Skipped, valueLabel(v) + " is not a tensor");
+
+    // Which inputs of the listed consumers read v directly, and which already read a conversion.
+    std::vector<std::pair<Node*, std::size_t>> direct;
+    std::size_t converted = 0;
+    for (std::int64_t cid : d.consumers) {
+      auto it = ops_by_id_.find(cid);
+      if (it == ops_by_id_.end())
+        return finish(r, ApplyStatus::Skipped,
+                      "consumer op " + std::to_string(cid) + " is not in the schedule's ops");
+      Node* c = resolve(it->second->anchor, &why);
+      if (!c)
+        return finish(r, ApplyStatus::NotFound, "consumer not found: " + why);
+      bool reads = false;
+      for (std::size_t i = 0; i < c->inputs().size(); ++i) {
+        Value* in = c->input(i);
+        if (in == v) {
+          direct.emplace_back(c, i);
+          reads = true;
+        } else if (isRowMajorContiguousCall(in->node()) && in->node()->input(0) == v) {
+          ++converted;
+          reads = true;
+        }
+      }
+      if (!reads)
+        return finish(r, ApplyStatus::Skipped,
+                      it->second->kind + " at " + it->second->anchor.describe() +
+                          " does not read " + valueLabel(v));
+      if (c->kind() == c10::aten::contiguous)
+        return finish(r, ApplyStatus::Skipped, "a consumer is itself a conversion");
+    }
+    if (direct.empty())
+      return finish(r, converted > 0 ? ApplyStatus::AlreadyApplied : ApplyStatus::Skipped,
+                    converted > 0 ? "consumers already read a contiguous copy"
+                                  : "no consumers listed");
+    if (mutation_.hasWriters(v))
+      return finish(r, ApplyStatus::Skipped,
+                    valueLabel(v) + " is written in place; a copy would change what the write "
+                                    "affects");
+
+    Node* first = direct.front().first;
+    for (const auto& [c, i] : direct)
+      if (liftToBlockOf(c, v)->isBefore(liftToBlockOf(first, v)))
+        first = c;
+    Value* cv = insertContiguous(v, first, producer);
+    for (const auto& [c, i] : direct)
+      c->replaceInput(i, cv);
+    finish(r, ApplyStatus::Applied,
+           "inserted aten::contiguous(" + valueLabel(v) + ") before " +
+               first->kind().toQualString() + "; " + std::to_string(direct.size()) +
+               " input(s) rewired");
+  }
+
+  void applyRemove(const Decision& d, ApplyResult& r) {
+    std::string why;
+    auto nodes = index_.findByAnchor(d.anchor);
+    if (nodes.empty())
+      return finish(r, ApplyStatus::NotFound,
+                    "no conversion at " + d.anchor.describe() + " (already removed?)");
+    Node* c = resolve(d.anchor, &why);
+    if (!c)
+      return finish(r, ApplyStatus::Skipped, why);
+    if (removed_.count(c)) // destroyed already: compare the pointer, never dereference it
+      return finish(r, ApplyStatus::AlreadyApplied, "removed by an earlier decision");
+    if (!isRowMajorContiguousCall(c))
+      return finish(r, ApplyStatus::Skipped,
+                    c->kind().toQualString() + std::string(" at ") + d.anchor.describe() +
+                        " is not a plain aten::contiguous");
+    Value* src = c->input(0);
+    if (d.input_anchor) {
+      auto pid = index_.opId(src->node());
+      if (pid < 0 || !index_.anchor(pid).sameSite(*d.input_anchor))
+        return finish(r, ApplyStatus::NotFound,
+                      "the conversion at " + d.anchor.describe() +
+                          " reads a different value than the profiled one (already removed?)");
+    }
+    if (mutation_.hasWriters(src) || mutation_.hasWriters(c->output()))
+      return finish(r, ApplyStatus::Skipped,
+                    "the conversion's input or output is written in place; removing it would "
+                    "change what the write affects");
+    for (const torch::jit::Use& u : c->output()->uses())
+      if (u.user->kind() == c10::aten::view)
+        return finish(r, ApplyStatus::Skipped,
+                      "aten::view reads the conversion and needs a contiguous input");
+    c->output()->replaceAllUsesWith(src);
+    removed_.insert(c);
+    c->destroy();
+    finish(r, ApplyStatus::Applied, "removed aten::contiguous(" + valueLabel(src) + ")");
+  }
+
+  std::shared_ptr<torch::jit::Graph> graph_;
+  const formats::Schedule& schedule_;
+  ApplyOptions options_;
+  GraphIndex index_;
+  MutationInfo mutation_;
+  std::map<std::int64_t, const formats::Op*> ops_by_id_;
+  std::set<const Node*> removed_;
+};
+
+} // namespace
+
+ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
+                          const formats::Schedule& schedule, const ApplyOptions& options) {
+  return Applier(graph, schedule, options).run();
+}
+
+} // namespace xalloc::tspass

@@ -1,0 +1,186 @@
+// describeNode: original source location, enclosing function and expression text of a node.
+#include "xalloc/tspass/source_info.h"
+
+#include <cctype>
+#include <mutex>
+#include <unordered_map>
+
+#include "xalloc/torch_compat.h"
+
+namespace xalloc::tspass {
+
+namespace detail {
+
+namespace {
+bool isIdent(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// Indentation width of the line that starts at `pos` and whether it is blank/comment.
+std::size_t indentOf(const std::string& text, std::size_t pos, bool* blank) {
+  std::size_t i = pos;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+    ++i;
+  *blank = i >= text.size() || text[i] == '\n' || text[i] == '#';
+  return i - pos;
+}
+
+// "def name(" / "class Name" at `pos` (after indentation): the name, or "".
+std::string keywordName(const std::string& text, std::size_t pos, const char* kw) {
+  std::size_t n = std::char_traits<char>::length(kw);
+  if (text.compare(pos, n, kw) != 0 || pos + n >= text.size() || text[pos + n] != ' ')
+    return "";
+  std::size_t b = pos + n + 1;
+  std::size_t e = b;
+  while (e < text.size() && isIdent(text[e]))
+    ++e;
+  return text.substr(b, e - b);
+}
+} // namespace
+
+std::string enclosingPythonFunction(const std::string& text, std::size_t offset) {
+  if (offset > text.size())
+    return "";
+  std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  line_start = line_start == std::string::npos ? 0 : line_start + 1;
+  bool blank = false;
+  std::size_t limit = indentOf(text, line_start, &blank); // enclosing blocks indent less
+  std::string function;
+  std::string cls;
+  std::size_t pos = line_start;
+  while (pos > 0 && limit > 0) {
+    std::size_t prev_end = pos - 1; // the '\n' ending the previous line
+    std::size_t prev_start = text.rfind('\n', prev_end == 0 ? 0 : prev_end - 1);
+    prev_start = (prev_start == std::string::npos || prev_end == 0) ? 0 : prev_start + 1;
+    pos = prev_start;
+    std::size_t ind = indentOf(text, prev_start, &blank);
+    if (blank || ind >= limit)
+      continue;
+    limit = ind;
+    if (function.empty()) {
+      function = keywordName(text, prev_start + ind, "def");
+      if (function.empty())
+        continue;
+    } else {
+      cls = keywordName(text, prev_start + ind, "class");
+      if (!cls.empty())
+        break;
+    }
+  }
+  if (function.empty())
+    return "";
+  return cls.empty() ? function : cls + "." + function;
+}
+
+std::string completeExpression(const std::string& text, std::size_t start, std::size_t end) {
+  if (start >= text.size())
+    return "";
+  end = std::min(end, text.size());
+  // Complete an identifier the range cut in half ("x.spli" -> "x.split").
+  while (end < text.size() && end > start && isIdent(text[end - 1]) && isIdent(text[end]))
+    ++end;
+  // A call or subscript that follows directly belongs to the expression ("idx.size" ->
+  // "idx.size()").
+  auto balanceFrom = [&](std::size_t i, int depth) {
+    bool in_str = false;
+    char quote = 0;
+    for (; i < text.size(); ++i) {
+      char c = text[i];
+      if (in_str) {
+        if (c == '\\')
+          ++i;
+        else if (c == quote)
+          in_str = false;
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        in_str = true;
+        quote = c;
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ')' || c == ']' || c == '}') {
+        if (--depth == 0)
+          return i + 1;
+      }
+    }
+    return text.size();
+  };
+  // Close brackets the range left open.
+  int open = 0;
+  for (std::size_t i = start; i < end; ++i) {
+    char c = text[i];
+    if (c == '(' || c == '[' || c == '{')
+      ++open;
+    else if ((c == ')' || c == ']' || c == '}') && open > 0)
+      --open;
+  }
+  if (open > 0)
+    end = balanceFrom(end, open);
+  while (end < text.size() && (text[end] == '(' || text[end] == '['))
+    end = balanceFrom(end, 0);
+  std::string out;
+  bool space = false;
+  for (std::size_t i = start; i < end; ++i) {
+    char c = text[i];
+    if (c == '\n' || c == '\t' || c == ' ' || c == '\r' || c == '\\') {
+      space = !out.empty();
+      continue;
+    }
+    if (space)
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  constexpr std::size_t kMax = 160;
+  if (out.size() > kMax)
+    out = out.substr(0, kMax - 3) + "...";
+  return out;
+}
+
+} // namespace detail
+
+namespace {
+// Python text of a Source, cached: many nodes point into the same few files.
+const std::string& cachedText(const torch::jit::Source& src) {
+  static std::mutex mu;
+  static std::unordered_map<const torch::jit::Source*, std::string> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(&src);
+  if (it == cache.end())
+    it = cache.emplace(&src, compat::sourceText(src)).first;
+  return it->second;
+}
+} // namespace
+
+NodeSource describeNode(const torch::jit::Node* node) {
+  NodeSource out;
+  torch::jit::SourceRange range = compat::originalRange(node->sourceRange());
+  auto flc = compat::fileLineCol(range);
+  if (!flc || std::get<0>(*flc).empty())
+    return out;
+  const std::string& text = cachedText(*range.source());
+  out.loc.file = std::get<0>(*flc);
+  out.loc.line = static_cast<std::int64_t>(std::get<1>(*flc));
+  out.loc.col = static_cast<std::int64_t>(std::get<2>(*flc));
+  std::size_t start = range.start();
+  std::size_t line_start = text.rfind('\n', start == 0 ? 0 : start - 1);
+  line_start = (line_start == std::string::npos || start == 0) ? 0 : line_start + 1;
+  std::size_t line_end = text.find('\n', start);
+  if (line_end == std::string::npos)
+    line_end = text.size();
+  std::string line = text.substr(line_start, line_end - line_start);
+  std::size_t first = line.find_first_not_of(" \t");
+  out.loc.text = first == std::string::npos ? "" : line.substr(first);
+  out.function = detail::enclosingPythonFunction(text, start);
+  out.expr = detail::completeExpression(text, start, range.end());
+  return out;
+}
+
+std::string moduleScope(const torch::jit::Node* node) {
+  std::string scope;
+  for (const auto& name : compat::inlinedModuleInstances(node))
+    scope += (scope.empty() ? "" : ".") + name;
+  return scope;
+}
+
+} // namespace xalloc::tspass
