@@ -1,0 +1,52 @@
+// A profiling interpreter for inlined TorchScript graphs: runs one node at a time through the
+// same registered operators the JIT interpreter calls, so every op can be timed on its own,
+// every intermediate value captured, and any single op re-run in isolation on captured inputs.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+#include <ATen/core/stack.h>
+
+#include "xalloc/tspass/graph_index.h"
+
+namespace xalloc::profiler {
+
+class GraphRunner {
+public:
+  /// Prepares to run `index`'s graph. Throws InputError naming the first op it cannot run.
+  explicit GraphRunner(const tspass::GraphIndex& index);
+  ~GraphRunner();
+
+  struct Options {
+    bool keep_values = false; // keep every intermediate (else free after last use)
+    bool time_ops = false;    // wall time per op
+    bool cpu_time = false;    // process CPU time per op
+  };
+  struct Trace {
+    std::vector<double> op_ms;     // per op id, exclusive of nested blocks
+    std::vector<double> op_cpu_ms; // per op id
+    std::unordered_map<const torch::jit::Value*, c10::IValue> values;
+  };
+
+  /// Runs the graph. `inputs` are the graph's inputs, the module object first.
+  std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs, const Options& options,
+                               Trace* trace) const;
+
+  /// Runs one (non-control-flow) op on the given input values and returns its outputs.
+  std::vector<c10::IValue> runOp(const torch::jit::Node* node, torch::jit::Stack inputs) const;
+
+  /// A value of a finished run with keep_values (constants included).
+  const c10::IValue& valueOf(const Trace& trace, const torch::jit::Value* v) const;
+
+  /// True when runOp can run this node in isolation (an aten op without mutation).
+  static bool canRunInIsolation(const torch::jit::Node* node);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace xalloc::profiler

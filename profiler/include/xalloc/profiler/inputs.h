@@ -1,0 +1,47 @@
+// Example inputs for a model: from its `xalloc/example_inputs.json` extra file or from flags, and
+// the seeded random tensors made from them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "xalloc/formats/profile.h"
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace xalloc::profiler {
+
+/// Parses "4x64" (or "4,64"; "" is a scalar tensor). Throws InputError naming `flag`.
+std::vector<std::int64_t> parseShape(const std::string& text, const std::string& flag);
+
+/// Parses "LOW:HIGH". Throws InputError naming `flag`.
+std::pair<double, double> parseRange(const std::string& text, const std::string& flag);
+
+/// Input specs from --input-shape / --input-dtype / --input-range flags: one shape per input;
+/// dtypes and ranges are matched by position and the last one given repeats. `tool` names the
+/// program in errors.
+std::vector<formats::InputSpec> specsFromFlags(const std::vector<std::string>& shapes,
+                                               const std::vector<std::string>& dtypes,
+                                               const std::vector<std::string>& ranges,
+                                               const std::string& tool);
+
+/// Reads the spec stored in a model's extra files; empty when there is none.
+std::vector<formats::InputSpec> specFromExtraFiles(const std::map<std::string, std::string>& extra,
+                                                   const std::string& model_path);
+
+/// Makes one tensor per spec with a generator seeded by `seed`: integers uniform in [low, high),
+/// floats standard normal (or uniform in [low, high) when a range is given).
+std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs,
+                                    std::uint64_t seed);
+
+/// The full argument list of `method` (the module object first): `tensors`, then the schema's
+/// defaults for the remaining arguments. Throws InputError when an argument has no value.
+std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::string& method,
+                                      std::vector<c10::IValue> tensors, const std::string& path);
+
+} // namespace xalloc::profiler

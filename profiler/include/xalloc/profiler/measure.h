@@ -1,0 +1,38 @@
+// Honest timing: warm-up, repeated runs, medians with interquartile range, and A/B measurements
+// taken interleaved so that drift (frequency, cache state, a neighbour's load) hits both alike.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace xalloc::profiler {
+
+struct TimingStats {
+  std::vector<double> samples_ms;
+  double median_ms = 0;
+  double iqr_ms = 0;
+};
+
+/// Median and interquartile range of samples (linear interpolation between order statistics).
+TimingStats summarize(std::vector<double> samples_ms);
+
+/// Milliseconds elapsed on a monotonic clock since `start`.
+inline double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Times `f` `repeats` times after `warmup` untimed calls.
+TimingStats timeRepeated(const std::function<void()>& f, int warmup, int repeats);
+
+/// Times `a` and `b` alternately (ABBA order) so both see the same conditions.
+std::pair<TimingStats, TimingStats> timeInterleaved(const std::function<void()>& a,
+                                                    const std::function<void()>& b, int warmup,
+                                                    int repeats);
+
+/// Process CPU time in ms (all threads).
+double processCpuMs();
+
+} // namespace xalloc::profiler

@@ -1,0 +1,345 @@
+// GraphRunner: node-at-a-time execution of an inlined graph with per-op timing and capture.
+#include "xalloc/profiler/graph_runner.h"
+
+#include <chrono>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include "xalloc/error.h"
+#include "xalloc/profiler/measure.h"
+
+namespace xalloc::profiler {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+std::string whereIs(const tspass::GraphIndex& index, const Node* n) {
+  auto id = index.opId(n);
+  if (id < 0)
+    return n->kind().toQualString();
+  const auto& a = index.anchor(id);
+  std::string s = std::string(n->kind().toQualString());
+  if (!a.file.empty())
+    s += " at " + a.file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
+  return s;
+}
+
+// Nodes the JIT interpreter executes with its own instructions instead of registered
+// operators; GraphRunner implements them (runBuiltin).
+bool isBuiltin(const Node* n) {
+  switch (n->kind()) {
+  case c10::prim::ListUnpack:
+  case c10::prim::ListConstruct:
+  case c10::prim::TupleConstruct:
+  case c10::prim::TupleUnpack:
+  case c10::prim::TupleIndex:
+  case c10::prim::TupleSlice:
+  case c10::prim::DictConstruct:
+  case c10::prim::CreateObject:
+  case c10::prim::isinstance:
+  case c10::prim::RaiseException:
+  case c10::prim::unchecked_cast:
+  case c10::prim::Uninitialized:
+  case c10::aten::__is__:
+  case c10::aten::__isnot__:
+    return true;
+  default:
+    return n->kind() == c10::Symbol::fromQualString("prim::NamedTupleConstruct");
+  }
+}
+
+// Runs a builtin on `stack` (its inputs) and leaves its outputs there.
+void runBuiltin(const Node* n, torch::jit::Stack& stack) {
+  const auto k = n->kind();
+  std::vector<c10::IValue> in = std::move(stack);
+  stack.clear();
+  if (k == c10::prim::ListUnpack) {
+    auto list = in.at(0).toListRef();
+    if (list.size() != n->outputs().size())
+      throw std::runtime_error("expected " + std::to_string(n->outputs().size()) +
+                               " elements in a list but found " + std::to_string(list.size()));
+    stack.assign(list.begin(), list.end());
+  } else if (k == c10::prim::ListConstruct) {
+    c10::impl::GenericList list(n->output()->type()->expectRef<c10::ListType>().getElementType());
+    list.reserve(in.size());
+    for (auto& v : in)
+      list.push_back(std::move(v));
+    stack.emplace_back(std::move(list));
+  } else if (k == c10::prim::TupleConstruct) {
+    stack.emplace_back(c10::ivalue::Tuple::create(std::move(in)));
+  } else if (k == c10::Symbol::fromQualString("prim::NamedTupleConstruct")) {
+    stack.emplace_back(c10::ivalue::Tuple::createNamed(
+        std::move(in), n->output()->type()->expect<c10::TupleType>()));
+  } else if (k == c10::prim::TupleUnpack) {
+    const auto& elems = in.at(0).toTupleRef().elements();
+    stack.assign(elems.begin(), elems.end());
+  } else if (k == c10::prim::TupleIndex) {
+    const auto& elems = in.at(0).toTupleRef().elements();
+    int64_t i = in.at(1).toInt();
+    if (i < 0)
+      i += static_cast<int64_t>(elems.size());
+    if (i < 0 || i >= static_cast<int64_t>(elems.size()))
+      throw std::out_of_range("tuple index out of range");
+    stack.push_back(elems[static_cast<std::size_t>(i)]);
+  } else if (k == c10::prim::TupleSlice) {
+    const auto& elems = in.at(0).toTupleRef().elements();
+    auto b = static_cast<std::size_t>(n->i(c10::attr::beg));
+    auto e = static_cast<std::size_t>(n->i(c10::attr::end));
+    std::vector<c10::IValue> part(elems.begin() + static_cast<std::ptrdiff_t>(b),
+                                  elems.begin() + static_cast<std::ptrdiff_t>(e));
+    stack.emplace_back(c10::ivalue::Tuple::create(std::move(part)));
+  } else if (k == c10::prim::DictConstruct) {
+    const auto& dt = n->output()->type()->expectRef<c10::DictType>();
+    c10::impl::GenericDict dict(dt.getKeyType(), dt.getValueType());
+    for (std::size_t i = 0; i + 1 < in.size(); i += 2)
+      dict.insert_or_assign(in[i], in[i + 1]);
+    stack.emplace_back(std::move(dict));
+  } else if (k == c10::prim::CreateObject) {
+    auto cls = n->output()->type()->expect<c10::ClassType>();
+    auto cu = cls->compilation_unit();
+    stack.emplace_back(
+        c10::ivalue::Object::create(c10::StrongTypePtr(cu, cls), cls->numAttributes()));
+  } else if (k == c10::prim::isinstance) {
+    bool ok = false;
+    for (const auto& t : n->tys(c10::attr::types))
+      ok = ok || in.at(0).type()->isSubtypeOf(*t);
+    stack.emplace_back(ok);
+  } else if (k == c10::prim::RaiseException) {
+    throw std::runtime_error("the model raised: " + (in.empty() || !in[0].isString()
+                                                         ? std::string("an exception")
+                                                         : in[0].toStringRef()));
+  } else if (k == c10::prim::unchecked_cast) {
+    stack.push_back(std::move(in.at(0)));
+  } else if (k == c10::prim::Uninitialized) {
+    stack.push_back(c10::IValue::uninitialized());
+  } else if (k == c10::aten::__is__ || k == c10::aten::__isnot__) {
+    bool same = in.at(0).is(in.at(1));
+    stack.emplace_back(k == c10::aten::__is__ ? same : !same);
+  }
+}
+
+bool isControl(const Node* n) {
+  auto k = n->kind();
+  return k == c10::prim::If || k == c10::prim::Loop || k == c10::prim::GetAttr ||
+         k == c10::prim::SetAttr || k == c10::prim::Constant;
+}
+} // namespace
+
+struct GraphRunner::Impl {
+  const tspass::GraphIndex& index;
+  // Operation::operator() is not const; running an op does not change the runner.
+  mutable std::unordered_map<const Node*, torch::jit::Operation> ops;
+  std::unordered_map<const Value*, c10::IValue> constants;
+  // Values whose last use (lifted to their defining block) is the key node.
+  std::unordered_map<const Node*, std::vector<const Value*>> release_after;
+
+  explicit Impl(const tspass::GraphIndex& idx) : index(idx) {
+    prepareBlock(idx.graph().block());
+    planReleases(idx.graph().block());
+  }
+
+  void prepareBlock(Block* b) {
+    for (Node* n : b->nodes()) {
+      if (n->kind() == c10::prim::Constant) {
+        auto v = torch::jit::toIValue(n->output());
+        if (v)
+          constants[n->output()] = *v;
+        else if (n->output()->hasUses()) // e.g. a function constant that inlining left in use
+          throw InputError("", "cannot evaluate constant " + n->output()->type()->str() + " " +
+                                   whereIs(index, n));
+        continue;
+      }
+      for (Block* sub : n->blocks())
+        prepareBlock(sub);
+      if (isControl(n) || isBuiltin(n))
+        continue;
+      if (n->kind() == c10::prim::CallMethod || n->kind() == c10::prim::CallFunction ||
+          n->kind() == c10::prim::fork || n->kind() == c10::prim::Enter ||
+          n->kind() == c10::prim::Exit)
+        throw InputError("", "op " + whereIs(index, n) + " is not supported by xprof");
+      try {
+        ops.emplace(n, n->getOperation());
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        throw InputError("", "op " + whereIs(index, n) +
+                                 " is not supported by xprof: " + what.substr(0, what.find('\n')));
+      }
+    }
+  }
+
+  static const Node* liftTo(const Node* n, const Block* b) {
+    while (n && n->owningBlock() != b)
+      n = n->owningBlock()->owningNode();
+    return n;
+  }
+
+  void planValue(const Value* v, const Block* b) {
+    const Node* last = nullptr;
+    for (const auto& use : v->uses()) {
+      const Node* user = liftTo(use.user, b);
+      if (!user || user->kind() == c10::prim::Return)
+        return; // escapes the block: the block's owner or the caller keeps it
+      if (!last || last->isBefore(user))
+        last = user;
+    }
+    if (last)
+      release_after[last].push_back(v);
+  }
+
+  void planReleases(Block* b) {
+    for (const Value* v : b->inputs())
+      planValue(v, b);
+    for (Node* n : b->nodes()) {
+      for (const Value* v : n->outputs())
+        planValue(v, b);
+      for (Block* sub : n->blocks())
+        planReleases(sub);
+    }
+  }
+
+  using Env = std::unordered_map<const Value*, c10::IValue>;
+
+  const c10::IValue& get(const Env& env, const Value* v) const {
+    auto it = env.find(v);
+    if (it != env.end())
+      return it->second;
+    auto c = constants.find(v);
+    XALLOC_EXPECTS(c != constants.end(), "value %" + v->debugName() + " used before definition");
+    return c->second;
+  }
+
+  void runBlock(const Block* b, Env& env, const Options& o, Trace* t) const {
+    for (const Node* n : b->nodes()) {
+      if (n->kind() == c10::prim::Constant)
+        continue;
+      runNode(n, env, o, t);
+      if (!o.keep_values) {
+        auto rel = release_after.find(n);
+        if (rel != release_after.end())
+          for (const Value* v : rel->second)
+            env.erase(v);
+      }
+    }
+  }
+
+  void runNode(const Node* n, Env& env, const Options& o, Trace* t) const {
+    const auto id = static_cast<std::size_t>(index.opId(n));
+    switch (n->kind()) {
+    case c10::prim::If: {
+      bool cond = get(env, n->input(0)).toBool();
+      const Block* b = n->blocks()[cond ? 0 : 1];
+      runBlock(b, env, o, t);
+      for (std::size_t i = 0; i < n->outputs().size(); ++i)
+        env[n->output(i)] = get(env, b->outputs()[i]);
+      return;
+    }
+    case c10::prim::Loop: {
+      const Block* body = n->blocks()[0];
+      int64_t max_trips = get(env, n->input(0)).toInt();
+      bool cond = get(env, n->input(1)).toBool();
+      std::vector<c10::IValue> carried;
+      for (std::size_t i = 2; i < n->inputs().size(); ++i)
+        carried.push_back(get(env, n->input(i)));
+      for (int64_t trip = 0; trip < max_trips && cond; ++trip) {
+        env[body->inputs()[0]] = trip;
+        for (std::size_t i = 0; i < carried.size(); ++i)
+          env[body->inputs()[i + 1]] = carried[i];
+        runBlock(body, env, o, t);
+        cond = get(env, body->outputs()[0]).toBool();
+        for (std::size_t i = 0; i < carried.size(); ++i)
+          carried[i] = get(env, body->outputs()[i + 1]);
+      }
+      for (std::size_t i = 0; i < n->outputs().size(); ++i)
+        env[n->output(i)] = carried[i];
+      return;
+    }
+    case c10::prim::GetAttr: {
+      auto t0 = std::chrono::steady_clock::now();
+      const auto& obj = get(env, n->input(0)).toObjectRef();
+      env[n->output()] = obj.getAttr(n->s(c10::attr::name));
+      if (o.time_ops && t)
+        t->op_ms[id] += msSince(t0);
+      return;
+    }
+    case c10::prim::SetAttr: {
+      get(env, n->input(0)).toObjectRef().setAttr(n->s(c10::attr::name), get(env, n->input(1)));
+      return;
+    }
+    default:
+      break;
+    }
+    torch::jit::Stack stack;
+    stack.reserve(n->inputs().size());
+    for (const Value* in : n->inputs())
+      stack.push_back(get(env, in));
+    double cpu0 = o.cpu_time ? processCpuMs() : 0;
+    auto t0 = std::chrono::steady_clock::now();
+    if (isBuiltin(n))
+      runBuiltin(n, stack);
+    else
+      ops.at(n)(stack);
+    if (o.time_ops && t)
+      t->op_ms[id] += msSince(t0);
+    if (o.cpu_time && t)
+      t->op_cpu_ms[id] += processCpuMs() - cpu0;
+    XALLOC_EXPECTS(stack.size() == n->outputs().size(),
+                   std::string("op ") + n->kind().toQualString() + " left " +
+                       std::to_string(stack.size()) + " values for " +
+                       std::to_string(n->outputs().size()) + " outputs");
+    for (std::size_t i = 0; i < stack.size(); ++i)
+      env[n->output(i)] = std::move(stack[i]);
+  }
+};
+
+GraphRunner::GraphRunner(const tspass::GraphIndex& index) : impl_(std::make_unique<Impl>(index)) {}
+GraphRunner::~GraphRunner() = default;
+
+std::vector<c10::IValue> GraphRunner::run(const std::vector<c10::IValue>& inputs,
+                                          const Options& options, Trace* trace) const {
+  const auto& graph = impl_->index.graph();
+  XALLOC_EXPECTS(inputs.size() == graph.inputs().size(),
+                 "graph takes " + std::to_string(graph.inputs().size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  if (trace) {
+    trace->op_ms.assign(impl_->index.ops().size(), 0.0);
+    trace->op_cpu_ms.assign(impl_->index.ops().size(), 0.0);
+  }
+  Impl::Env env;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    env[graph.inputs()[i]] = inputs[i];
+  impl_->runBlock(graph.block(), env, options, trace);
+  std::vector<c10::IValue> outputs;
+  for (const Value* v : graph.outputs())
+    outputs.push_back(impl_->get(env, v));
+  if (trace && options.keep_values)
+    trace->values = std::move(env);
+  return outputs;
+}
+
+std::vector<c10::IValue> GraphRunner::runOp(const Node* node, torch::jit::Stack inputs) const {
+  if (isBuiltin(node))
+    runBuiltin(node, inputs);
+  else
+    impl_->ops.at(node)(inputs);
+  return inputs;
+}
+
+const c10::IValue& GraphRunner::valueOf(const Trace& trace, const Value* v) const {
+  return impl_->get(trace.values, v);
+}
+
+bool GraphRunner::canRunInIsolation(const Node* node) {
+  if (node->kind().ns() != c10::namespaces::aten || !node->maybeSchema())
+    return false;
+  const auto& schema = node->schema();
+  for (const auto& arg : schema.arguments())
+    if (arg.alias_info() && arg.alias_info()->isWrite())
+      return false;
+  return !node->hasSideEffects() && !node->isNondeterministic();
+}
+
+} // namespace xalloc::profiler

@@ -1,0 +1,149 @@
+// Input specs and seeded input tensors.
+#include "xalloc/profiler/inputs.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
+#include "xalloc/torch_compat.h"
+#include "xalloc/tspass/model_io.h"
+
+#include <torch/csrc/jit/api/module.h>
+
+namespace xalloc::profiler {
+
+std::vector<std::int64_t> parseShape(const std::string& text, const std::string& flag) {
+  std::vector<std::int64_t> shape;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find_first_of("x,", pos);
+    std::string part = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 0)
+      throw InputError("", flag + ": cannot read '" + text +
+                               "' as a shape (sizes separated by 'x', e.g. 4x64)");
+    shape.push_back(v);
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+    if (pos == text.size())
+      throw InputError("", flag + ": '" + text + "' ends with a separator");
+  }
+  return shape;
+}
+
+std::pair<double, double> parseRange(const std::string& text, const std::string& flag) {
+  auto colon = text.find(':');
+  try {
+    if (colon != std::string::npos) {
+      std::size_t a = 0, b = 0;
+      double low = std::stod(text.substr(0, colon), &a);
+      double high = std::stod(text.substr(colon + 1), &b);
+      if (a == colon && b == text.size() - colon - 1 && high > low)
+        return {low, high};
+    }
+  } catch (...) {
+  }
+  throw InputError("", flag + ": cannot read '" + text + "' as LOW:HIGH with HIGH > LOW");
+}
+
+std::vector<formats::InputSpec> specsFromFlags(const std::vector<std::string>& shapes,
+                                               const std::vector<std::string>& dtypes,
+                                               const std::vector<std::string>& ranges,
+                                               const std::string& tool) {
+  if (shapes.empty() && (!dtypes.empty() || !ranges.empty()))
+    throw InputError(tool, "--input-dtype and --input-range need --input-shape");
+  std::vector<formats::InputSpec> specs;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    formats::InputSpec s;
+    s.name = "input" + std::to_string(i);
+    s.shape = parseShape(shapes[i], "--input-shape");
+    if (!dtypes.empty()) {
+      s.dtype = dtypes[std::min(i, dtypes.size() - 1)];
+      if (formats::dtypeSize(s.dtype) == 0)
+        throw InputError(tool, "--input-dtype: unknown dtype '" + s.dtype + "'");
+    }
+    if (!ranges.empty()) {
+      auto [low, high] = parseRange(ranges[std::min(i, ranges.size() - 1)], "--input-range");
+      s.low = low;
+      s.high = high;
+    }
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+std::vector<formats::InputSpec> specFromExtraFiles(const std::map<std::string, std::string>& extra,
+                                                   const std::string& model_path) {
+  std::vector<formats::InputSpec> specs;
+  auto it = extra.find(tspass::kExampleInputsFile);
+  if (it == extra.end())
+    return specs;
+  const std::string name = model_path + ":" + tspass::kExampleInputsFile;
+  nlohmann::json j = formats::parseJson(it->second, name);
+  try {
+    formats::JsonReader(j).at("inputs").forEach(
+        [&](const formats::JsonReader& e) { specs.push_back(formats::readInputSpec(e)); });
+  } catch (const formats::FormatError& e) {
+    throw InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+  }
+  return specs;
+}
+
+std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs,
+                                    std::uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  std::vector<c10::IValue> out;
+  for (const auto& s : specs) {
+    auto dtype = compat::parseDtype(s.dtype);
+    if (!dtype)
+      throw InputError("", "unknown input dtype '" + s.dtype + "'");
+    auto opts = at::TensorOptions().dtype(*dtype);
+    at::Tensor t;
+    if (at::isIntegralType(*dtype, /*includeBool=*/true)) {
+      auto low = static_cast<std::int64_t>(s.low.value_or(0));
+      auto high = static_cast<std::int64_t>(s.high.value_or(*dtype == at::kBool ? 2 : 100));
+      t = at::randint(low, high, s.shape, gen, opts);
+    } else if (s.low && s.high) {
+      t = at::empty(s.shape, opts).uniform_(*s.low, *s.high, gen);
+    } else {
+      t = at::randn(s.shape, gen, opts);
+    }
+    out.emplace_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::string& method,
+                                      std::vector<c10::IValue> tensors, const std::string& path) {
+  const auto& schema = module.get_method(method).function().getSchema();
+  const auto& args = schema.arguments(); // args[0] is self
+  std::vector<c10::IValue> inputs{module._ivalue()};
+  if (tensors.size() > args.size() - 1)
+    throw InputError(path, "'" + method + "' takes " + std::to_string(args.size() - 1) +
+                               " inputs but " + std::to_string(tensors.size()) + " were given");
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (i - 1 < tensors.size()) {
+      inputs.push_back(std::move(tensors[i - 1]));
+    } else if (args[i].default_value()) {
+      inputs.push_back(*args[i].default_value());
+    } else {
+      throw InputError(path, "'" + method + "' needs input '" + args[i].name() +
+                                 "': give --input-shape for each input, or store example "
+                                 "inputs in the model's extra file " +
+                                 tspass::kExampleInputsFile);
+    }
+  }
+  return inputs;
+}
+
+} // namespace xalloc::profiler

@@ -1,0 +1,77 @@
+// Timing helpers: repeated and interleaved measurements, robust statistics.
+#include "xalloc/profiler/measure.h"
+
+#include <algorithm>
+#include <ctime>
+
+namespace xalloc::profiler {
+
+namespace {
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty())
+    return 0;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  auto lo = static_cast<std::size_t>(pos);
+  std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  return sorted[lo] * (1 - frac) + sorted[hi] * frac;
+}
+} // namespace
+
+TimingStats summarize(std::vector<double> samples_ms) {
+  TimingStats s;
+  std::vector<double> sorted = samples_ms;
+  std::sort(sorted.begin(), sorted.end());
+  s.median_ms = quantile(sorted, 0.5);
+  s.iqr_ms = quantile(sorted, 0.75) - quantile(sorted, 0.25);
+  s.samples_ms = std::move(samples_ms);
+  return s;
+}
+
+TimingStats timeRepeated(const std::function<void()>& f, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i)
+    f();
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    samples.push_back(msSince(t0));
+  }
+  return summarize(std::move(samples));
+}
+
+std::pair<TimingStats, TimingStats> timeInterleaved(const std::function<void()>& a,
+                                                    const std::function<void()>& b, int warmup,
+                                                    int repeats) {
+  for (int i = 0; i < warmup; ++i) {
+    a();
+    b();
+  }
+  std::vector<double> sa, sb;
+  sa.reserve(static_cast<std::size_t>(repeats));
+  sb.reserve(static_cast<std::size_t>(repeats));
+  auto timeOne = [](const std::function<void()>& f, std::vector<double>& out) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    out.push_back(msSince(t0));
+  };
+  for (int i = 0; i < repeats; ++i) {
+    if (i % 2 == 0) {
+      timeOne(a, sa);
+      timeOne(b, sb);
+    } else {
+      timeOne(b, sb);
+      timeOne(a, sa);
+    }
+  }
+  return {summarize(std::move(sa)), summarize(std::move(sb))};
+}
+
+double processCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+} // namespace xalloc::profiler

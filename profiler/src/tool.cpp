@@ -1,0 +1,34 @@
+// xprof: profile a TorchScript model and write profile.json.
+#include "xalloc/profiler/tool.h"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/profiler/inputs.h"
+#include "xalloc/tool.h"
+
+namespace xalloc::profiler {
+
+int runXprof(XprofOptions o) {
+  if (o.profile.model.empty())
+    throw InputError("xprof", "no model: give a TorchScript file (xprof MODEL.pt)");
+  auto specs = specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xprof");
+  if (!specs.empty())
+    o.profile.inputs = std::move(specs);
+  formats::Profile p = profileModel(o.profile);
+  emitDocument(o.output, {}, formats::toJson(p));
+  if (!o.quiet && !o.output.empty() && o.output != "-") {
+    std::size_t noncontig = 0;
+    for (const auto& r : p.records)
+      noncontig += !r.contiguous;
+    std::cerr << "xprof: " << p.ops.size() << " ops, " << p.records.size() << " tensor values ("
+              << noncontig << " non-contiguous), " << p.conversion_cost_table.size()
+              << " layouts measured -> " << o.output << "\n";
+  }
+  return kExitOk;
+}
+
+} // namespace xalloc::profiler

@@ -1,0 +1,72 @@
+// bitwiseEqual for tensors, lists, tuples and scalars.
+#include "xalloc/profiler/value_compare.h"
+
+#include <cstring>
+
+#include <ATen/ATen.h>
+
+namespace xalloc::profiler {
+
+namespace {
+bool tensorsEqual(const at::Tensor& a, const at::Tensor& b) {
+  if (a.defined() != b.defined())
+    return false;
+  if (!a.defined())
+    return true;
+  if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes() || a.device() != b.device())
+    return false;
+  at::Tensor ca = a.contiguous().cpu();
+  at::Tensor cb = b.contiguous().cpu();
+  const auto bytes = static_cast<std::size_t>(ca.numel()) * ca.element_size();
+  return bytes == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), bytes) == 0;
+}
+} // namespace
+
+bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() && b.isTensor())
+    return tensorsEqual(a.toTensor(), b.toTensor());
+  if (a.isTuple() && b.isTuple()) {
+    const auto& ea = a.toTupleRef().elements();
+    const auto& eb = b.toTupleRef().elements();
+    if (ea.size() != eb.size())
+      return false;
+    for (std::size_t i = 0; i < ea.size(); ++i)
+      if (!bitwiseEqual(ea[i], eb[i]))
+        return false;
+    return true;
+  }
+  if (a.isList() && b.isList()) {
+    auto la = a.toListRef();
+    auto lb = b.toListRef();
+    if (la.size() != lb.size())
+      return false;
+    for (std::size_t i = 0; i < la.size(); ++i)
+      if (!bitwiseEqual(la[i], lb[i]))
+        return false;
+    return true;
+  }
+  if (a.isDouble() && b.isDouble()) {
+    double x = a.toDouble(), y = b.toDouble();
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  if (a.isNone() || b.isNone())
+    return a.isNone() && b.isNone();
+  if (a.isInt() && b.isInt())
+    return a.toInt() == b.toInt();
+  if (a.isBool() && b.isBool())
+    return a.toBool() == b.toBool();
+  if (a.isString() && b.isString())
+    return a.toStringRef() == b.toStringRef();
+  return false; // anything else: not shown to be equal
+}
+
+bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!bitwiseEqual(a[i], b[i]))
+      return false;
+  return true;
+}
+
+} // namespace xalloc::profiler
