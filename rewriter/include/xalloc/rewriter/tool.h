@@ -1,0 +1,25 @@
+// xrewrite as a function: options in a plain struct, an exit code out (see main.cpp for flags).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace xalloc::rewriter {
+
+struct XrewriteOptions {
+  std::string model;    // TorchScript file to rewrite
+  std::string schedule; // schedule.json; "" or "-" = the stream on stdin
+  std::string output;   // rewritten model; may be empty with --diff or --check
+  std::string method = "forward";
+  bool diff = false;  // print the graph before/after as a unified diff on stdout
+  bool check = false; // write nothing; exit 1 when the model needs changes
+  bool verify = true; // compare outputs of the original and the rewritten model bit for bit
+  int verify_runs = 3;
+  std::string show; // print the schedule stored in this rewritten model and exit
+  std::vector<std::string> input_shapes, input_dtypes, input_ranges;
+  bool quiet = false;
+};
+
+int runXrewrite(const XrewriteOptions& options);
+
+} // namespace xalloc::rewriter

@@ -1,0 +1,143 @@
+// xrewrite for TorchScript models: anchors -> graph edits -> verified, atomically saved model.
+#include "torchscript_rewrite.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include <torch/csrc/jit/api/module.h>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/profiler/inputs.h"
+#include "xalloc/profiler/value_compare.h"
+#include "xalloc/rewriter/text_diff.h"
+#include "xalloc/tool.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/rewrite.h"
+
+namespace xalloc::rewriter {
+
+namespace {
+
+std::string location(const formats::Anchor& a) {
+  if (a.file.empty())
+    return "";
+  return a.file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
+}
+
+void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s, bool quiet) {
+  for (const auto& r : report.results) {
+    const auto& d = s.decisions[r.decision_index];
+    std::string msg = std::string(formats::actionName(r.action)) + " %" + d.value_name + ": " +
+                      tspass::applyStatusName(r.status) + ": " + r.message;
+    if (r.status == tspass::ApplyStatus::Skipped ||
+        (r.status == tspass::ApplyStatus::NotFound && r.action != formats::Action::Remove))
+      printWarning(location(r.anchor), msg);
+    else if (!quiet)
+      printNote(location(r.anchor), msg);
+  }
+}
+
+// Runs `method` of the models at `a` and `b` on the same seeded inputs and compares the outputs
+// bit for bit. Returns "" when they agree, else what differed.
+std::string verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
+                          const std::vector<formats::InputSpec>& specs, int runs) {
+  auto ma = tspass::loadModel(a);
+  auto mb = tspass::loadModel(b);
+  for (int seed = 0; seed < runs; ++seed) {
+    auto run = [&](tspass::LoadedModel& m) {
+      auto inputs = profiler::methodInputs(
+          m.module, method, profiler::makeInputs(specs, static_cast<std::uint64_t>(seed)), m.path);
+      inputs.erase(inputs.begin()); // the method call supplies self
+      return m.module.get_method(method)(std::move(inputs));
+    };
+    c10::IValue out_a = run(ma);
+    c10::IValue out_b = run(mb);
+    if (!profiler::bitwiseEqual(out_a, out_b))
+      return "outputs differ on example inputs with seed " + std::to_string(seed);
+  }
+  return "";
+}
+
+} // namespace
+
+int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedule,
+                       const std::string& schedule_text) {
+  tspass::LoadedModel model = tspass::loadModel(o.model);
+  if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
+    printNote(o.model, "the schedule was made for " + schedule.model.path +
+                           " (another file); decisions are matched by source anchor");
+  auto graph = tspass::inlineMethod(model.module, o.method);
+  tspass::useOriginalSourceRanges(*graph);
+  const std::string before = tspass::graphText(*graph);
+  tspass::ApplyReport report = tspass::applySchedule(graph, schedule);
+  const std::string after = tspass::graphText(*graph);
+  reportResults(report, schedule, o.quiet);
+
+  const std::string out_name = o.output.empty() ? o.model : o.output;
+  if (o.diff)
+    std::cout << unifiedDiff(before, after, "a/" + o.model + "::" + o.method,
+                             "b/" + out_name + "::" + o.method);
+  const std::size_t applied = report.count(tspass::ApplyStatus::Applied);
+  if (!o.quiet)
+    std::cerr << "xrewrite: " << applied << " applied, "
+              << report.count(tspass::ApplyStatus::AlreadyApplied) << " already applied, "
+              << report.count(tspass::ApplyStatus::NotFound) << " not found, "
+              << report.count(tspass::ApplyStatus::Skipped) << " skipped\n";
+  if (o.check)
+    return report.changed() ? kExitChangesNeeded : kExitOk;
+  if (o.output.empty())
+    return kExitOk; // --diff alone: a dry run
+
+  auto extra = model.extra_files;
+  extra[tspass::kScheduleFile] = schedule_text;
+  const std::string tmp = o.output + ".xrewrite-tmp";
+  tspass::saveModel(model.module, tmp, extra);
+  if (o.verify) {
+    auto specs =
+        profiler::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
+    if (specs.empty())
+      specs = profiler::specFromExtraFiles(model.extra_files, o.model);
+    if (specs.empty()) {
+      printWarning(o.model, "outputs not verified: the model has no example inputs "
+                            "(pass --input-shape, or --no-verify to silence this)");
+    } else {
+      std::string problem;
+      try {
+        problem = verifyOutputs(o.model, tmp, o.method, specs, o.verify_runs);
+      } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+      }
+      if (!problem.empty()) {
+        std::remove(tmp.c_str());
+        throw InputError(o.output, "the rewritten model is not bit-identical to the original (" +
+                                       problem + "); nothing was written");
+      }
+      if (!o.quiet)
+        std::cerr << "xrewrite: outputs bit-identical to the original on " << o.verify_runs
+                  << " example input(s)\n";
+    }
+  }
+  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(o.output, "cannot write the rewritten model");
+  }
+  if (!o.quiet)
+    std::cerr << "xrewrite: wrote " << o.output << "\n";
+  return kExitOk;
+}
+
+int showStoredSchedule(const std::string& path) {
+  tspass::LoadedModel model = tspass::loadModel(path);
+  auto it = model.extra_files.find(tspass::kScheduleFile);
+  if (it == model.extra_files.end())
+    throw InputError(path, "no schedule stored in this model (it was not written by xrewrite)");
+  std::cout << it->second;
+  if (!it->second.empty() && it->second.back() != '\n')
+    std::cout << "\n";
+  return kExitOk;
+}
+
+} // namespace xalloc::rewriter
