@@ -199,9 +199,12 @@ private:
       if (p->kind() == c10::prim::Param) {
         r.origin = "input";
         r.first_use = 0;
-        if (p->owningBlock() != graph_->block()) { // a loop's block input
+        if (p->owningBlock() != graph_->block()) {
+          // A loop body's block input: it changes every trip and has no node of its own.
           r.producer_op = index_->opId(p->owningBlock()->owningNode());
-          r.origin = "op";
+          r.output_index = static_cast<std::int64_t>(v->offset());
+          r.origin = "loop-carried";
+          r.in_loop = true;
         }
       } else {
         r.producer_op = index_->opId(p);
@@ -228,7 +231,7 @@ private:
       r.is_output = outputs.count(v) > 0;
       if (r.is_output)
         r.last_use = std::max(r.last_use, last_op);
-      r.in_loop = r.producer_op && index_->inLoop(*r.producer_op);
+      r.in_loop = r.in_loop || (r.producer_op && index_->inLoop(*r.producer_op));
       r.has_writers = mutation.hasWriters(v);
       r.view_chain = viewChain(v, t);
       std::set<const Node*> seen;

@@ -36,7 +36,7 @@ struct Record {
   std::string name;
   std::optional<std::int64_t> producer_op; // absent for graph inputs
   std::int64_t output_index = 0;
-  std::string origin = "op"; // "op" | "input" | "attribute"
+  std::string origin = "op"; // "op" | "input" | "attribute" | "loop-carried"
   Layout layout;
   bool contiguous = true;
   std::int64_t bytes = 0;         // numel * element size
