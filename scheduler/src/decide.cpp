@@ -56,6 +56,7 @@ public:
 
 private:
   double se(double iqr) const { return medianStandardError(iqr, p_.settings.repeats); }
+  static double sq(double x) { return x * x; }
 
   Decision base(const Record& r, const formats::Op& producer) const {
     Decision d;
@@ -82,11 +83,16 @@ private:
     }
     d.predicted_cost_ms = cost->ms;
     double saving = 0;
-    double var = se(cost->spread_ms) * se(cost->spread_ms);
-    std::size_t unmeasured = 0, differing = 0;
+    double var = sq(se(cost->spread_ms));
+    std::size_t unmeasured = 0, differing = 0, converted = 0;
+    std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
-      if (!c.measured || !c.time_contiguous_ms || (op && op->kind == "aten::contiguous")) {
+      if (op && op->kind == "aten::contiguous") {
+        ++converted; // that conversion is a site of its own (keep or remove)
+        continue;
+      }
+      if (!c.measured || !c.time_contiguous_ms) {
         ++unmeasured;
         continue;
       }
@@ -94,27 +100,30 @@ private:
         ++differing;
         continue;
       }
+      candidates.push_back(c.op_id);
       double gain = c.time_as_is_ms - *c.time_contiguous_ms;
       if (gain <= 0)
         continue;
       saving += gain;
-      var +=
-          se(c.time_as_is_spread_ms) * se(c.time_as_is_spread_ms) +
-          se(c.time_contiguous_spread_ms.value_or(0)) * se(c.time_contiguous_spread_ms.value_or(0));
+      var += sq(se(c.time_as_is_spread_ms)) + sq(se(c.time_contiguous_spread_ms.value_or(0)));
       d.consumers.push_back(c.op_id);
     }
     d.predicted_saving_ms = saving;
     const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
-    if (d.consumers.empty()) {
-      d.reason = differing > 0 ? "a contiguous input changes the consumer's output bits"
-                 : unmeasured == r.consumers.size()
-                     ? "no consumer could be measured in isolation"
-                     : "no consumer is faster with a contiguous input";
-      return d;
-    }
-    if (saving - cost->ms <= margin) {
-      d.reason = "saving " + fmtMs(saving) + " does not beat the " + cost->model + " cost " +
-                 fmtMs(cost->ms) + " by the noise margin " + fmtMs(margin);
+    if (d.consumers.empty() || saving - cost->ms <= margin) {
+      // Record the consumers a conversion would serve, so the decision can be reviewed.
+      d.consumers = candidates;
+      if (differing > 0 && candidates.empty())
+        d.reason = "a contiguous input changes the consumer's output bits";
+      else if (converted == r.consumers.size())
+        d.reason = "already converted by an existing aten::contiguous";
+      else if (unmeasured == r.consumers.size())
+        d.reason = "no consumer could be measured in isolation";
+      else if (saving <= 0)
+        d.reason = "no consumer is faster with a contiguous input";
+      else
+        d.reason = "saving " + fmtMs(saving) + " does not beat the " + cost->model + " cost " +
+                   fmtMs(cost->ms) + " by the noise margin " + fmtMs(margin);
       return d;
     }
     d.action = Action::Sync;
@@ -135,48 +144,47 @@ private:
     }
     if (src->producer_op)
       d.input_anchor = p_.findOp(*src->producer_op)->anchor;
-    double extra = 0;
-    double var = se(conv.duration_spread_ms) * se(conv.duration_spread_ms);
-    if (!src->contiguous) {
-      if (r.has_writers || src->has_writers) {
-        d.reason = "the conversion's input or output is written in place";
+    if (src->contiguous) {
+      // Converting a tensor that is already contiguous returns that very tensor: removing the
+      // call cannot change results, aliasing or any consumer's speed. It only saves the call.
+      d.action = Action::Remove;
+      d.reason = "the input is already contiguous: the call is pure overhead (" +
+                 fmtMs(conv.duration_ms) + ")";
+      return d;
+    }
+    if (r.has_writers || src->has_writers) {
+      d.reason = "the conversion's input or output is written in place";
+      return d;
+    }
+    double extra = 0; // how much longer the consumers take without the conversion
+    double var = sq(se(conv.duration_spread_ms));
+    for (const auto& c : r.consumers) {
+      const formats::Op* op = p_.findOp(c.op_id);
+      std::string name = op ? op->kind : "op " + std::to_string(c.op_id);
+      if (!c.accepts_noncontiguous) {
+        d.reason = name + " needs a contiguous input";
         return d;
       }
-      for (const auto& c : r.consumers) {
-        const formats::Op* op = p_.findOp(c.op_id);
-        std::string name = op ? op->kind : "op " + std::to_string(c.op_id);
-        if (!c.accepts_noncontiguous) {
-          d.reason = name + " needs a contiguous input";
-          return d;
-        }
-        if (!c.measured || !c.time_noncontiguous_ms) {
-          d.reason = name + " could not be measured without the conversion";
-          return d;
-        }
-        if (!c.identical_output) {
-          d.reason = name + " gives different output bits without the conversion";
-          return d;
-        }
-        extra += *c.time_noncontiguous_ms - c.time_as_is_ms;
-        var += se(c.time_as_is_spread_ms) * se(c.time_as_is_spread_ms) +
-               se(c.time_noncontiguous_spread_ms.value_or(0)) *
-                   se(c.time_noncontiguous_spread_ms.value_or(0));
+      if (!c.measured || !c.time_noncontiguous_ms) {
+        d.reason = name + " could not be measured without the conversion";
+        return d;
       }
+      if (!c.identical_output) {
+        d.reason = name + " gives different output bits without the conversion";
+        return d;
+      }
+      extra += *c.time_noncontiguous_ms - c.time_as_is_ms;
+      var += sq(se(c.time_as_is_spread_ms)) + sq(se(c.time_noncontiguous_spread_ms.value_or(0)));
     }
-    // Without the conversion the consumers take `extra` longer (negative: they get faster).
     d.predicted_saving_ms = extra;
     const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
-    const double net = conv.duration_ms - extra;
-    if (net <= margin) {
+    if (conv.duration_ms - extra <= margin) {
       d.reason = "the conversion (" + fmtMs(conv.duration_ms) + ") saves its consumers " +
                  fmtMs(extra) + "; removing it gains less than the noise margin " + fmtMs(margin);
       return d;
     }
     d.action = Action::Remove;
-    d.reason = src->contiguous ? "the input is already contiguous: the call is pure overhead (" +
-                                     fmtMs(conv.duration_ms) + ")"
-                               : "costs " + fmtMs(conv.duration_ms) +
-                                     " but saves its consumers only " + fmtMs(extra);
+    d.reason = "costs " + fmtMs(conv.duration_ms) + " but saves its consumers only " + fmtMs(extra);
     return d;
   }
 
@@ -298,12 +306,25 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   return s;
 }
 
+namespace {
+std::string fmt(const char* format, double a, double b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+std::string padded(std::string s, std::size_t width) {
+  if (s.size() > width)
+    s = s.substr(0, width - 3) + "...";
+  s.resize(width, ' ');
+  return s;
+}
+} // namespace
+
 std::string explainSchedule(const formats::Schedule& s) {
   std::ostringstream out;
-  char line[512];
-  std::snprintf(line, sizeof line, "%-8s %-28s %-20s %-7s %10s %10s  %s\n", "value", "source",
-                "sizes", "action", "cost ms", "saving ms", "why");
-  out << line;
+  out << padded("site", 22) << " " << padded("expression", 34) << " " << padded("sizes", 16) << " "
+      << padded("action", 7) << "  cost ms  save ms  why\n";
   for (const auto& d : s.decisions) {
     std::string where = d.anchor.file;
     if (auto slash = where.rfind('/'); slash != std::string::npos)
@@ -313,24 +334,18 @@ std::string explainSchedule(const formats::Schedule& s) {
     for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
       sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
     sizes += "]";
-    std::snprintf(line, sizeof line, "%-8s %-28s %-20s %-7s %10.4f %10.4f  %s\n",
-                  ("%" + d.value_name).c_str(), where.c_str(), sizes.c_str(),
-                  formats::actionName(d.action), d.predicted_cost_ms, d.predicted_saving_ms,
-                  d.reason.c_str());
-    out << line;
+    out << padded(where, 22) << " " << padded(d.anchor.expr, 34) << " " << padded(sizes, 16) << " "
+        << padded(formats::actionName(d.action), 7) << " "
+        << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
+        << "\n";
   }
   const auto& m = s.summary;
-  const std::string quality = m.optimal ? "optimal" : "gap " + std::to_string(m.gap);
-  std::snprintf(line, sizeof line,
-                "predicted %.4f -> %.4f ms, peak %lld -> %lld bytes; %lld sync, %lld remove, %lld "
-                "none; solver: %s (%s)\n",
-                m.predicted_time_before_ms, m.predicted_time_after_ms,
-                static_cast<long long>(m.peak_bytes_before),
-                static_cast<long long>(m.peak_bytes_after),
-                static_cast<long long>(s.count(Action::Sync)),
-                static_cast<long long>(s.count(Action::Remove)),
-                static_cast<long long>(s.count(Action::None)), m.solver.c_str(), quality.c_str());
-  out << line;
+  out << "predicted "
+      << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
+      << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
+      << s.count(Action::Sync) << " sync, " << s.count(Action::Remove) << " remove, "
+      << s.count(Action::None) << " none; solver: " << m.solver << " ("
+      << (m.optimal ? std::string("optimal") : "gap " + std::to_string(m.gap)) << ")\n";
   return out.str();
 }
 

@@ -18,6 +18,8 @@ struct Decision {
   std::string value_name;
   std::int64_t producer = 0;     // op id that produced the value (the conversion itself for remove)
   std::int64_t output_index = 0; // which output of the producer
+  /// sync/async: the consumers that read the converted copy; remove: the conversion's consumers;
+  /// none: the consumers a conversion would have served (measured, bit-identical outputs).
   std::vector<std::int64_t> consumers;
   Action action = Action::None;
   std::optional<std::int64_t> window_id; // async only
