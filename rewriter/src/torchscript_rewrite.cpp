@@ -39,6 +39,11 @@ void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s
   }
 }
 
+// "a/model.pt::forward" like git; absolute paths keep no prefix.
+std::string diffLabel(const char* prefix, const std::string& path, const std::string& method) {
+  return (path.empty() || path[0] == '/' ? "" : prefix) + path + "::" + method;
+}
+
 // Runs `method` of the models at `a` and `b` on the same seeded inputs and compares the outputs
 // bit for bit. Returns "" when they agree, else what differed.
 std::string verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
@@ -77,8 +82,8 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
 
   const std::string out_name = o.output.empty() ? o.model : o.output;
   if (o.diff)
-    std::cout << unifiedDiff(before, after, "a/" + o.model + "::" + o.method,
-                             "b/" + out_name + "::" + o.method);
+    std::cout << unifiedDiff(before, after, diffLabel("a/", o.model, o.method),
+                             diffLabel("b/", out_name, o.method));
   const std::size_t applied = report.count(tspass::ApplyStatus::Applied);
   if (!o.quiet)
     std::cerr << "xrewrite: " << applied << " applied, "
