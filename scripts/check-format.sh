@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Fails (exit 1) when a C++ file of the project is not clang-format clean. Run by the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v clang-format >/dev/null || { echo "check-format: clang-format not installed, skipped"; exit 0; }
+find formats memplan costfit scheduler runtime torchscript_pass profiler rewriter samples tests bench \
+  \( -name '*.cpp' -o -name '*.h' \) -print0 | xargs -0 clang-format --dry-run --Werror
+echo "check-format: clean"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Bad input gets one compiler-style line and exit code 2; nothing half-written, nothing lost.
+source "$(dirname "$0")/lib.sh"
+
+model="$XALLOC_SAMPLES/mixer.pt"
+xprof "$model" -o "$WORK/profile.json" "${QUICK[@]}" --no-consumers
+xcost "$WORK/profile.json" -o "$WORK/cost.json"
+xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" -o "$WORK/schedule.json"
+
+# Missing and wrong models.
+expect_error 2 '^missing\.pt: error: cannot read file' -- xprof missing.pt -o "$WORK/p.json"
+echo "not a model" >"$WORK/text.pt"
+expect_error 2 'text\.pt: error: not a TorchScript model' -- xprof "$WORK/text.pt"
+expect_error 2 'error: op prim::fork .* is not supported by xprof' -- xprof "$XALLOC_SAMPLES/forked.pt" "${QUICK[@]}"
+expect_error 2 "error: the model has no method 'predict'" -- xprof "$model" --method predict
+expect_error 2 'failed on the example inputs' -- xprof "$model" --input-shape 3x3 "${QUICK[@]}"
+expect_error 2 "cannot read '4xq' as a shape" -- xprof "$model" --input-shape 4xq
+[[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
+
+# Malformed documents: the position or the JSON Pointer of the problem.
+head -c 300 "$WORK/profile.json" >"$WORK/truncated.json"
+expect_error 2 'truncated\.json:[0-9]+:[0-9]+: error: malformed JSON' -- xcost "$WORK/truncated.json" -o "$WORK/c.json"
+sed 's/"schema_version": 1/"schema_version": 7/' "$WORK/profile.json" >"$WORK/v7.json"
+expect_error 2 'v7\.json: /schema_version: error: unsupported schema_version 7' -- xcost "$WORK/v7.json"
+expect_error 2 "cost\.json: /schema: error: unknown schema 'xalloc.cost', expected 'xalloc.profile'" -- xcost "$WORK/cost.json"
+python3 - "$WORK/profile.json" "$WORK/badtype.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["records"][1]["strides"] = "wide"; json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error 2 'badtype\.json: /records/1/strides: error: expected an array, got a string' -- xcost "$WORK/badtype.json"
+python3 - "$WORK/schedule.json" "$WORK/noaction.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["decisions"].append({"value_id": 0, "producer": 0, "consumers": []}); json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_error 2 "noaction\.json: /decisions/[0-9]+/action: error: missing required field 'action'" -- xrewrite "$model" -s "$WORK/noaction.json" -o "$WORK/o.pt"
+[[ ! -e "$WORK/c.json" && ! -e "$WORK/o.pt" ]] || fail "a failed run left an output file"
+
+# An existing output survives a failed run untouched.
+echo keep >"$WORK/existing.json"
+expect_error 2 'malformed JSON' -- xcost "$WORK/truncated.json" -o "$WORK/existing.json"
+[[ $(cat "$WORK/existing.json") == keep ]] || fail "a failed run clobbered its output"
+
+# Streams without the needed document, and usage errors.
+expect_error 2 "<stdin>: /schema: error: unknown schema 'xalloc.profile', expected 'xalloc.cost'" -- bash -c "cat '$WORK/profile.json' | xsched"
+expect_error 2 "<stdin>: error: no 'xalloc.cost' document in the input" -- bash -c "cat '$WORK/profile.json' '$WORK/profile.json' | xsched"
+expect_error 2 'xsched: error: --memory-budget' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget lots
+expect_error 2 'below the model.s own peak' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
+expect_error 2 'xrewrite: error: -o names the input model' -- xrewrite "$model" -s "$WORK/schedule.json" -o "$model"
+expect_error 2 'xrewrite: error: no output' -- xrewrite "$model" -s "$WORK/schedule.json"
+expect_error 2 'no schedule stored' -- xrewrite --show "$model"
+rc=0
+xprof --no-such-flag >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 2 ]] || fail "unknown flag should exit 2, got $rc"
+
+# --help and --version exit 0.
+for tool in xprof xcost xsched xrewrite; do
+  "$tool" --help >/dev/null || fail "$tool --help"
+  "$tool" --version | grep -q "x-allocator" || fail "$tool --version"
+done
+echo "cli.errors: ok"

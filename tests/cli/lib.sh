@@ -1,0 +1,57 @@
+# Helpers for the command-line tests. Each test sources this file.
+set -euo pipefail
+: "${XALLOC_BIN:?set by CTest}" "${XALLOC_SAMPLES:?}" "${XALLOC_SOURCE:?}" "${XALLOC_PYTHON:?}"
+export PATH="$XALLOC_BIN:$PATH"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+# Short measurement settings keep the suite fast; the benchmarks use the full ones.
+QUICK=(--iterations 3 --warmup 1 --repeats 7 -q)
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# expect_error CODE PATTERN -- CMD...: runs CMD, checks its exit code, that stderr is exactly one
+# line, and that the line matches PATTERN (grep -E).
+expect_error() {
+  local code=$1 pattern=$2
+  shift 3
+  local rc=0
+  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+  [[ $rc -eq $code ]] || fail "expected exit $code, got $rc from: $* ($(cat "$WORK/err.txt"))"
+  [[ $(wc -l <"$WORK/err.txt") -eq 1 ]] || fail "expected one line of diagnostics from: $*; got: $(cat "$WORK/err.txt")"
+  grep -Eq -- "$pattern" "$WORK/err.txt" || fail "diagnostic of '$*' does not match /$pattern/: $(cat "$WORK/err.txt")"
+}
+
+validate() { "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "$@"; }
+
+# same_outputs A.pt B.pt: the models give bit-identical outputs on random inputs (Python torch,
+# independent of xrewrite's own check).
+same_outputs() {
+  "$XALLOC_PYTHON" - "$1" "$2" <<'PY'
+import json, sys, torch
+files = {"xalloc/example_inputs.json": ""}
+a = torch.jit.load(sys.argv[1], _extra_files=files)
+b = torch.jit.load(sys.argv[2])
+spec = json.loads(files["xalloc/example_inputs.json"])["inputs"]
+def flat(v):
+    if isinstance(v, torch.Tensor): return [v]
+    if isinstance(v, (tuple, list)): return [t for x in v for t in flat(x)]
+    return []
+for seed in range(5):
+    g = torch.Generator().manual_seed(100 + seed)
+    args = []
+    for s in spec:
+        if s["dtype"].startswith("int"):
+            args.append(torch.randint(int(s.get("low", 0)), int(s.get("high", 100)), s["shape"], generator=g))
+        else:
+            args.append(torch.randn(s["shape"], generator=g))
+    ra, rb = flat(a(*args)), flat(b(*args))
+    assert len(ra) == len(rb) and len(ra) > 0
+    for x, y in zip(ra, rb):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)), "outputs differ"
+print("bit-identical on 5 inputs")
+PY
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The whole pipeline with the real binaries, files and pipes: documents validate against their
+# schemas, rewritten models are bit-identical, a second rewrite changes nothing.
+source "$(dirname "$0")/lib.sh"
+
+for name in minigpt mixer; do
+  model="$XALLOC_SAMPLES/$name.pt"
+  d="$WORK/$name"
+  mkdir -p "$d"
+  xprof "$model" -o "$d/profile.json" "${QUICK[@]}"
+  xcost "$d/profile.json" -o "$d/cost.json"
+  xsched --profile "$d/profile.json" --cost "$d/cost.json" -o "$d/schedule.json"
+  validate "$d/profile.json" "$d/cost.json" "$d/schedule.json" || fail "$name: documents do not validate"
+
+  xrewrite "$model" -s "$d/schedule.json" -o "$d/out.pt" --diff -q >"$d/diff1.txt"
+  same_outputs "$model" "$d/out.pt" >/dev/null || fail "$name: rewritten outputs differ"
+  # The schedule travels inside the rewritten model.
+  xrewrite --show "$d/out.pt" >"$d/shown.json"
+  cmp -s <(python3 -m json.tool "$d/shown.json") <(python3 -m json.tool "$d/schedule.json") ||
+    fail "$name: --show does not give back the schedule"
+
+  # Idempotent: rewriting the output again gives an empty diff, and --check says clean.
+  xrewrite "$d/out.pt" -s "$d/schedule.json" -o "$d/out2.pt" --diff -q >"$d/diff2.txt"
+  [[ ! -s "$d/diff2.txt" ]] || fail "$name: second rewrite is not empty: $(cat "$d/diff2.txt")"
+  xrewrite "$d/out.pt" -s "$d/schedule.json" --check -q || fail "$name: --check on the output"
+  if [[ -s "$d/diff1.txt" ]]; then
+    rc=0
+    xrewrite "$model" -s "$d/schedule.json" --check -q || rc=$?
+    [[ $rc -eq 1 ]] || fail "$name: --check on the original should exit 1, got $rc"
+    grep -q '^+.*aten::contiguous' "$d/diff1.txt" || fail "$name: diff shows no conversion"
+  fi
+done
+
+# Force every site that can be converted without changing results to `sync` (independent of
+# timings), rewrite, and check the model is still bit-identical and the rewrite idempotent.
+python3 - "$WORK/mixer/schedule.json" "$WORK/forced.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+n = 0
+for d in s["decisions"]:
+    if d["action"] == "none" and d["consumers"] and d["input_anchor"] is None:
+        d["action"] = "sync"
+        n += 1
+assert n > 0 or any(d["action"] == "sync" for d in s["decisions"]), "no site to convert"
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced.json" -o "$WORK/forced.pt" --diff -q >"$WORK/forced.diff"
+grep -q '^+.*aten::contiguous' "$WORK/forced.diff" || fail "forced schedule: no conversion in the diff"
+same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/forced.pt" >/dev/null || fail "forced rewrite differs"
+xrewrite "$WORK/forced.pt" -s "$WORK/forced.json" --check -q || fail "forced rewrite is not idempotent"
+
+# Pipe mode: each tool passes the stream on and appends its own document.
+model="$XALLOC_SAMPLES/mixer.pt"
+xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"
+[[ $(wc -l <"$WORK/stream.jsonl") -eq 3 ]] || fail "stream should hold 3 documents"
+validate "$WORK/stream.jsonl" || fail "stream documents do not validate"
+xrewrite "$model" -o "$WORK/piped.pt" -q <"$WORK/stream.jsonl"
+same_outputs "$model" "$WORK/piped.pt" >/dev/null || fail "piped rewrite differs"
+xprof "$model" "${QUICK[@]}" | xcost | xsched | xrewrite "$model" -o "$WORK/piped2.pt" -q
+[[ -f "$WORK/piped2.pt" ]] || fail "the four-tool pipe wrote nothing"
+
+# `-o -` writes only the tool's own document to stdout.
+xcost "$WORK/mixer/profile.json" -o - | validate - || fail "xcost -o - is not a valid document"
+[[ $(xcost "$WORK/mixer/profile.json" -o - | wc -l) -eq 1 ]] || fail "xcost -o - wrote more than one line"
+
+# xcost predict answers layouts line by line.
+printf '%s\n' '{"sizes":[64,64],"strides":[1,64],"dtype":"float32","device":"cpu"}' \
+  '{"sizes":[8,8],"strides":[8,1],"dtype":"float32"}' |
+  xcost predict --cost "$WORK/mixer/cost.json" >"$WORK/pred.jsonl"
+[[ $(wc -l <"$WORK/pred.jsonl") -eq 2 ]] || fail "predict should answer each line"
+grep -q '"model"' "$WORK/pred.jsonl" || fail "predict output lacks the model"
+echo "cli.pipeline: ok"

@@ -1,0 +1,306 @@
+// formats: documents round-trip, and every kind of bad input is rejected with the JSON Pointer
+// (or line:col) of the problem.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
+#include "xalloc/io.h"
+
+using namespace xalloc;
+using namespace xalloc::formats;
+using nlohmann::json;
+
+namespace {
+
+Profile sampleProfile() {
+  Profile p;
+  p.tool_version = "0.1.0";
+  p.model = {"m.pt", "abc", "torchscript", "forward"};
+  p.device.name = "cpu0";
+  p.device.threads = 1;
+  p.device.cores = 2;
+  p.device.copy_bandwidth_gbps = 12.5;
+  p.settings.iterations = 10;
+  p.settings.repeats = 15;
+  p.settings.inputs.push_back({"x", {4, 8}, "int64", 0.0, 256.0});
+  for (int i = 0; i < 3; ++i) {
+    Op op;
+    op.id = i;
+    op.kind = i == 1 ? "aten::transpose" : "aten::matmul";
+    op.source = {"model.py", 10 + i, 5, "y = x.transpose(0, 1)"};
+    op.anchor = {"model.py", "forward", "x.transpose(0, 1)", op.kind, 0, 10 + i, 5};
+    op.duration_ms = 0.25 * (i + 1);
+    op.inputs = {i};
+    op.outputs = {i + 1};
+    p.ops.push_back(op);
+  }
+  Record r;
+  r.id = 2;
+  r.name = "y";
+  r.producer_op = 1;
+  r.layout = {{8, 4}, {1, 8}, 0, "float32", "cpu"};
+  r.contiguous = false;
+  r.bytes = 128;
+  r.storage_id = 1;
+  r.storage_bytes = 128;
+  r.first_use = 1;
+  r.last_use = 2;
+  r.view_chain = {"aten::transpose"};
+  ConsumerTiming c;
+  c.op_id = 2;
+  c.measured = true;
+  c.time_as_is_ms = 0.5;
+  c.time_contiguous_ms = 0.25;
+  r.consumers.push_back(c);
+  p.records.push_back(r);
+  ConversionCost cc;
+  cc.layout = r.layout;
+  cc.samples_ms = {0.01, 0.02, 0.03};
+  cc.median_ms = 0.02;
+  p.conversion_cost_table.push_back(cc);
+  p.gpu_idle_events.push_back({0, 2, 1, 0.1, "cpu", "host-gap"});
+  return p;
+}
+
+// Reads `doc` as a profile and returns the InputError's where() ("name: /pointer").
+std::string profileErrorWhere(const json& doc) {
+  try {
+    profileFromJson(doc, "p.json");
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "<no error>";
+}
+
+} // namespace
+
+TEST(Formats, ProfileRoundTripIsExact) {
+  Profile p = sampleProfile();
+  json j = toJson(p);
+  Profile q = profileFromJson(j, "p.json");
+  EXPECT_EQ(toJson(q), j);
+  EXPECT_EQ(q.records.at(0).consumers.at(0).time_contiguous_ms, 0.25);
+  EXPECT_EQ(q.settings.inputs.at(0).high, 256.0);
+  EXPECT_EQ(j["schema"], "xalloc.profile");
+  EXPECT_EQ(j["schema_version"], 1);
+}
+
+TEST(Formats, OutputIsDeterministicWithSortedKeys) {
+  std::string a = dumpDocument(toJson(sampleProfile()), true);
+  std::string b = dumpDocument(toJson(sampleProfile()), true);
+  EXPECT_EQ(a, b);
+  EXPECT_LT(a.find("\"conversion_cost_table\""), a.find("\"device\""));
+  EXPECT_LT(a.find("\"device\""), a.find("\"gpu_idle_events\""));
+  EXPECT_EQ(std::count(a.begin(), a.end(), '\n'), 1); // one line in stream form
+}
+
+TEST(Formats, CostAndScheduleRoundTrip) {
+  Cost c;
+  c.model.path = "m.pt";
+  c.conversion_cost_table = sampleProfile().conversion_cost_table;
+  CostModelEntry e;
+  e.dtype_group = "4-byte";
+  e.alpha = 1e-7;
+  e.beta = 2e-4;
+  e.gamma = 3e-3;
+  e.n_samples = 3;
+  e.holdout = FitQuality{3, 3, 5.0, 4.0, 9.0};
+  c.cost_model.push_back(e);
+  json jc = toJson(c);
+  EXPECT_EQ(toJson(costFromJson(jc, "c.json")), jc);
+
+  Schedule s;
+  s.model.path = "m.pt";
+  s.ops = sampleProfile().ops;
+  Decision d;
+  d.value_id = 2;
+  d.producer = 1;
+  d.consumers = {2};
+  d.action = Action::Sync;
+  d.predicted_cost_ms = 0.02;
+  d.predicted_saving_ms = 0.25;
+  d.anchor = s.ops[1].anchor;
+  d.layout = sampleProfile().records[0].layout;
+  s.decisions.push_back(d);
+  s.summary.solver = "per-site threshold";
+  s.summary.optimal = true;
+  json js = toJson(s);
+  Schedule back = scheduleFromJson(js, "s.json");
+  EXPECT_EQ(toJson(back), js);
+  EXPECT_EQ(back.count(Action::Sync), 1);
+  EXPECT_EQ(js["summary"]["counts"]["sync"], 1);
+}
+
+TEST(Formats, TruncatedJsonReportsLineAndColumn) {
+  std::string text = dumpDocument(toJson(sampleProfile()), false);
+  text.resize(text.size() / 2);
+  try {
+    parseJson(text, "p.json");
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().rfind("p.json:", 0), 0u) << e.where();
+    EXPECT_NE(e.message().find("malformed JSON"), std::string::npos);
+    // "p.json:LINE:COL": the line is inside the truncated text.
+    int line = std::stoi(e.where().substr(7));
+    EXPECT_GT(line, 1);
+  }
+}
+
+TEST(Formats, WrongSchemaAndVersionNameBoth) {
+  json j = toJson(sampleProfile());
+  j["schema"] = "xalloc.cost";
+  try {
+    profileFromJson(j, "p.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "p.json: /schema");
+    EXPECT_NE(e.message().find("xalloc.cost"), std::string::npos);
+    EXPECT_NE(e.message().find("xalloc.profile"), std::string::npos);
+  }
+  j = toJson(sampleProfile());
+  j["schema_version"] = 2;
+  try {
+    profileFromJson(j, "p.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "p.json: /schema_version");
+    EXPECT_NE(e.message().find("2"), std::string::npos);
+    EXPECT_NE(e.message().find("version 1"), std::string::npos);
+  }
+}
+
+TEST(Formats, WrongTypeAndMissingFieldNameThePointer) {
+  json j = toJson(sampleProfile());
+  j["records"][0]["sizes"] = "8x4";
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/sizes");
+  j = toJson(sampleProfile());
+  j["records"][0].erase("bytes");
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/bytes");
+  j = toJson(sampleProfile());
+  j["ops"][1]["duration_ms"] = -1.0;
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /ops/1/duration_ms");
+  j = toJson(sampleProfile());
+  j["records"][0]["consumers"][0]["op_id"] = 99;
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/consumers/0/op_id");
+  j = toJson(sampleProfile());
+  j["records"][0]["strides"] = json::array({1});
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/strides");
+  j = toJson(sampleProfile());
+  j["records"][0]["dtype"] = "float33";
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/dtype");
+  j = toJson(sampleProfile());
+  j.erase("model");
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /model");
+  j = toJson(sampleProfile());
+  j["gpu_idle_events"][0]["before_op_id"] = 7;
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /gpu_idle_events/0/before_op_id");
+}
+
+TEST(Formats, UnknownFieldsAreIgnored) {
+  json j = toJson(sampleProfile());
+  j["future_field"] = {{"x", 1}};
+  j["records"][0]["another"] = true;
+  EXPECT_NO_THROW(profileFromJson(j, "p.json"));
+}
+
+TEST(Formats, ScheduleRejectsUnknownActionAndAsyncWithoutWindow) {
+  Schedule s;
+  s.model.path = "m.pt";
+  Decision d;
+  d.action = Action::Async;
+  d.window_id = 0;
+  s.decisions.push_back(d);
+  s.gpu_idle_events.push_back({0, 0, 0, 1.0, "cpu", "gap"});
+  json j = toJson(s);
+  EXPECT_NO_THROW(scheduleFromJson(j, "s.json"));
+  j["decisions"][0]["action"] = "later";
+  try {
+    scheduleFromJson(j, "s.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "s.json: /decisions/0/action");
+  }
+  j["decisions"][0]["action"] = "async";
+  j["decisions"][0]["window_id"] = nullptr;
+  EXPECT_THROW(scheduleFromJson(j, "s.json"), InputError);
+  j["decisions"][0]["window_id"] = 5;
+  try {
+    scheduleFromJson(j, "s.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "s.json: /decisions/0/window_id");
+  }
+}
+
+TEST(Formats, StreamsOfDocuments) {
+  std::string a = dumpDocument(toJson(sampleProfile()), true);
+  std::string b = dumpDocument(toJson(sampleProfile()), false); // indented
+  auto docs = parseJsonStream(a + b + "\n" + a, "<stdin>");
+  ASSERT_EQ(docs.size(), 3u);
+  auto set = DocumentSet::fromText(a + a, "<stdin>");
+  EXPECT_NE(set.find(DocKind::Profile), nullptr);
+  EXPECT_EQ(set.find(DocKind::Cost), nullptr);
+  try {
+    set.require(DocKind::Cost);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("xalloc.cost"), std::string::npos);
+  }
+  EXPECT_THROW(DocumentSet::fromText("  \n", "<stdin>"), InputError);
+  // A broken second document is reported past the first one's line (here: at the end of input).
+  try {
+    parseJsonStream(a + "{\"schema\": \n", "<stdin>");
+    FAIL();
+  } catch (const InputError& e) {
+    ASSERT_EQ(e.where().rfind("<stdin>:", 0), 0u) << e.where();
+    EXPECT_GE(std::stoi(e.where().substr(8)), 2) << e.where();
+  }
+}
+
+TEST(Formats, LayoutContiguityAndKey) {
+  Layout l{{4, 8}, {8, 1}, 0, "float32", "cpu"};
+  EXPECT_TRUE(l.isContiguous());
+  EXPECT_EQ(l.bytes(), 128);
+  l.strides = {1, 4};
+  EXPECT_FALSE(l.isContiguous());
+  EXPECT_EQ(l.key(), "float32[4,8]/[1,4]@cpu");
+  Layout ones{{1, 8}, {99, 1}, 0, "float32", "cpu"}; // size-1 dims ignore their stride
+  EXPECT_TRUE(ones.isContiguous());
+  EXPECT_EQ(dtypeSize("bfloat16"), 2);
+  EXPECT_EQ(dtypeSize("nope"), 0);
+  EXPECT_EQ(dtypeGroup("int32"), "4-byte");
+}
+
+TEST(Io, Sha256KnownVectors) {
+  EXPECT_EQ(sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256Hex(std::string(1000, 'a')),
+            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+TEST(Io, AtomicWriteReplacesAndLeavesNoTemporary) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("xalloc_io_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string path = (dir / "out.json").string();
+  writeFileAtomic(path, "first\n");
+  writeFileAtomic(path, "second\n");
+  EXPECT_EQ(readFile(path), "second\n");
+  int files = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(writeFileAtomic((dir / "missing" / "x.json").string(), "x"), InputError);
+  EXPECT_THROW(readFile((dir / "nope.json").string()), InputError);
+  EXPECT_THROW(readFile(dir.string()), InputError);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,257 @@
+// torchscript_pass on small graphs built in C++ (Module::define): anchors, the sync and remove
+// edits, idempotence, safety refusals, and conversions whose consumers sit in nested blocks.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/rewrite.h"
+
+using namespace xalloc;
+using namespace xalloc::tspass;
+using formats::Action;
+
+namespace {
+
+torch::jit::Module makeModule(const std::string& src) {
+  torch::jit::Module m("m");
+  m.define(src);
+  return m;
+}
+
+std::vector<torch::jit::Node*> nodesOf(torch::jit::Graph& g, c10::Symbol kind) {
+  std::vector<torch::jit::Node*> out;
+  for (auto* n : g.nodes())
+    if (n->kind() == kind)
+      out.push_back(n);
+  return out;
+}
+
+// A schedule whose ops are the graph's ops, as xprof would have numbered them.
+formats::Schedule scheduleFor(const GraphIndex& index) {
+  formats::Schedule s;
+  for (std::size_t i = 0; i < index.ops().size(); ++i) {
+    formats::Op op;
+    op.id = static_cast<std::int64_t>(i);
+    op.kind = index.ops()[i]->kind().toQualString();
+    op.anchor = index.anchor(op.id);
+    s.ops.push_back(op);
+  }
+  return s;
+}
+
+std::int64_t opOf(const GraphIndex& index, c10::Symbol kind, int nth = 0) {
+  for (std::size_t i = 0; i < index.ops().size(); ++i)
+    if (index.ops()[i]->kind() == kind && nth-- == 0)
+      return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+formats::Decision syncOf(const GraphIndex& index, std::int64_t producer,
+                         std::vector<std::int64_t> consumers) {
+  formats::Decision d;
+  d.action = Action::Sync;
+  d.producer = producer;
+  d.anchor = index.anchor(producer);
+  d.consumers = std::move(consumers);
+  return d;
+}
+
+const char* kTwoConsumers = R"JIT(
+def forward(self, x):
+    y = x.transpose(0, 1)
+    a = torch.mm(y, x)
+    b = torch.relu(y)
+    return a + b
+)JIT";
+
+} // namespace
+
+TEST(TorchScriptPass, AnchorsNameFunctionExpressionAndOrdinal) {
+  auto m = makeModule(R"JIT(
+def forward(self, x):
+    a = x.transpose(0, 1)
+    b = x.transpose(0, 1)
+    return a + b
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto t0 = opOf(index, c10::aten::transpose, 0), t1 = opOf(index, c10::aten::transpose, 1);
+  ASSERT_GE(t0, 0);
+  ASSERT_GE(t1, 0);
+  const auto& a0 = index.anchor(t0);
+  EXPECT_EQ(a0.function, "forward");
+  EXPECT_EQ(a0.expr, "x.transpose(0, 1)");
+  EXPECT_EQ(a0.op, "aten::transpose");
+  EXPECT_EQ(a0.ordinal, 0);
+  EXPECT_EQ(index.anchor(t1).ordinal, 1);
+  EXPECT_EQ(a0.line + 1, index.anchor(t1).line);
+  EXPECT_EQ(index.findByAnchor(index.anchor(t1)).front(),
+            index.ops()[static_cast<std::size_t>(t1)]);
+}
+
+TEST(TorchScriptPass, ExpressionsAreCompletedFromTheSource) {
+  using xalloc::tspass::detail::completeExpression;
+  std::string src = "y = self.c_attn(x).split(self.n_embd, dim=2) + 1\n";
+  // TorchScript ranges can stop inside a name or before the arguments of a call.
+  EXPECT_EQ(completeExpression(src, 4, 22), "self.c_attn(x).split(self.n_embd, dim=2)");
+  EXPECT_EQ(completeExpression(src, 4, 15), "self.c_attn(x)");
+  std::string f = "class A(nn.Module):\n    def forward(self, x):\n        return x\n";
+  EXPECT_EQ(xalloc::tspass::detail::enclosingPythonFunction(f, f.find("return")), "A.forward");
+}
+
+TEST(TorchScriptPass, SyncInsertsOneConversionForAllListedConsumers) {
+  auto m = makeModule(kTwoConsumers);
+  auto reference = makeModule(kTwoConsumers);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  auto t = opOf(index, c10::aten::transpose);
+  s.decisions.push_back(
+      syncOf(index, t, {opOf(index, c10::aten::mm), opOf(index, c10::aten::relu)}));
+
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  auto convs = nodesOf(*g, c10::aten::contiguous);
+  ASSERT_EQ(convs.size(), 1u);
+  EXPECT_EQ(convs[0]->input(0)->node()->kind(), c10::aten::transpose);
+  EXPECT_EQ(nodesOf(*g, c10::aten::mm)[0]->input(0), convs[0]->output());
+  EXPECT_EQ(nodesOf(*g, c10::aten::relu)[0]->input(0), convs[0]->output());
+  EXPECT_TRUE(convs[0]->isBefore(nodesOf(*g, c10::aten::mm)[0]));
+
+  // Same results, bit for bit.
+  auto x = at::randn({16, 16});
+  EXPECT_TRUE(at::equal(m.forward({x}).toTensor(), reference.forward({x}).toTensor()));
+
+  // Idempotent: a second application changes nothing.
+  const std::string once = graphText(*g);
+  auto again = applySchedule(g, s);
+  EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied);
+  EXPECT_FALSE(again.changed());
+  EXPECT_EQ(graphText(*g), once);
+}
+
+TEST(TorchScriptPass, SyncRewiresOnlyTheListedConsumers) {
+  auto m = makeModule(kTwoConsumers);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  s.decisions.push_back(
+      syncOf(index, opOf(index, c10::aten::transpose), {opOf(index, c10::aten::mm)}));
+  ASSERT_TRUE(applySchedule(g, s).changed());
+  auto conv = nodesOf(*g, c10::aten::contiguous).at(0);
+  EXPECT_EQ(nodesOf(*g, c10::aten::mm)[0]->input(0), conv->output());
+  EXPECT_EQ(nodesOf(*g, c10::aten::relu)[0]->input(0), conv->input(0));
+}
+
+TEST(TorchScriptPass, SyncBeforeConsumersInNestedBlocks) {
+  const char* src = R"JIT(
+def forward(self, x, flag: bool):
+    y = x.transpose(0, 1)
+    if flag:
+        r = torch.relu(y)
+    else:
+        r = torch.tanh(y)
+    return r + torch.mm(y, x)
+)JIT";
+  auto m = makeModule(src);
+  auto reference = makeModule(src);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  s.decisions.push_back(syncOf(
+      index, opOf(index, c10::aten::transpose),
+      {opOf(index, c10::aten::relu), opOf(index, c10::aten::tanh), opOf(index, c10::aten::mm)}));
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  auto conv = nodesOf(*g, c10::aten::contiguous).at(0);
+  EXPECT_EQ(conv->owningBlock(), g->block()); // lifted out of the branches
+  EXPECT_TRUE(conv->isBefore(nodesOf(*g, c10::prim::If).at(0)));
+  auto x = at::randn({8, 8});
+  for (bool flag : {true, false})
+    EXPECT_TRUE(
+        at::equal(m.forward({x, flag}).toTensor(), reference.forward({x, flag}).toTensor()));
+}
+
+TEST(TorchScriptPass, RemoveDropsAConversionAndThenFindsNothing) {
+  const char* src = R"JIT(
+def forward(self, x):
+    y = torch.relu(x)
+    z = y.contiguous()
+    return torch.tanh(z)
+)JIT";
+  auto m = makeModule(src);
+  auto reference = makeModule(src);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  formats::Decision d;
+  d.action = Action::Remove;
+  d.producer = opOf(index, c10::aten::contiguous);
+  d.anchor = index.anchor(d.producer);
+  d.input_anchor = index.anchor(opOf(index, c10::aten::relu));
+  s.decisions.push_back(d);
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty());
+  EXPECT_EQ(nodesOf(*g, c10::aten::tanh)[0]->input(0)->node()->kind(), c10::aten::relu);
+  auto x = at::randn({4, 4});
+  EXPECT_TRUE(at::equal(m.forward({x}).toTensor(), reference.forward({x}).toTensor()));
+  auto again = applySchedule(g, s);
+  EXPECT_EQ(again.results[0].status, ApplyStatus::NotFound);
+  EXPECT_FALSE(again.changed());
+}
+
+TEST(TorchScriptPass, EditsThatCouldChangeResultsAreSkipped) {
+  // y is written in place after the consumers read it: a copy would not see the write.
+  auto m = makeModule(R"JIT(
+def forward(self, x):
+    y = x.transpose(0, 1)
+    a = torch.mm(y, x)
+    y.add_(1.0)
+    return a + y
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  s.decisions.push_back(
+      syncOf(index, opOf(index, c10::aten::transpose), {opOf(index, c10::aten::mm)}));
+  auto report = applySchedule(g, s);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Skipped);
+  EXPECT_NE(report.results[0].message.find("written in place"), std::string::npos);
+  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty());
+
+  // The conversion feeds aten::view, which needs it.
+  auto m2 = makeModule(R"JIT(
+def forward(self, x):
+    z = x.transpose(0, 1).contiguous()
+    return z.view(-1)
+)JIT");
+  auto g2 = inlineMethod(m2, "forward");
+  GraphIndex index2(*g2);
+  auto s2 = scheduleFor(index2);
+  formats::Decision d;
+  d.action = Action::Remove;
+  d.producer = opOf(index2, c10::aten::contiguous);
+  d.anchor = index2.anchor(d.producer);
+  s2.decisions.push_back(d);
+  EXPECT_EQ(applySchedule(g2, s2).results[0].status, ApplyStatus::Skipped);
+  EXPECT_EQ(nodesOf(*g2, c10::aten::contiguous).size(), 1u);
+}
+
+TEST(TorchScriptPass, UnknownSitesAreReportedNotGuessed) {
+  auto m = makeModule(kTwoConsumers);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  auto d = syncOf(index, opOf(index, c10::aten::transpose), {opOf(index, c10::aten::mm)});
+  d.anchor.expr = "x.permute(1, 0)"; // the source changed since profiling
+  s.decisions.push_back(d);
+  const std::string before = graphText(*g);
+  auto report = applySchedule(g, s);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::NotFound);
+  EXPECT_EQ(graphText(*g), before);
+}
