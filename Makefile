@@ -1,0 +1,56 @@
+# x-allocator. `make rewrite` installs what is missing, builds, profiles the bundled MinimalGPT
+# sample and rewrites it; `make test` builds and runs the tests. `make help` lists every target.
+#
+#   MODEL=path/to/model.pt make profile rewrite     # the same on any TorchScript file
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+OUT        ?= data/tmp
+MODEL      ?= $(BUILD_DIR)/samples/minigpt.pt
+BIN        := $(BUILD_DIR)/bin
+NAME       := $(basename $(notdir $(MODEL)))
+CMAKE_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help deps configure build samples profile rewrite test bench format clean
+
+help: ## show this list
+	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
+	@echo
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo
+	@echo "  MODEL=$(MODEL) (any TorchScript file), OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
+
+deps: ## install the Debian packages the project needs (quiet when all are present)
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: configure ## build the tools, the runtime, the samples and the tests (build/bin/)
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+samples: configure ## script MinimalGPT and the test models, build minigpt_cpp
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target samples
+
+profile: build ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/schedule.json
+	@mkdir -p $(OUT)
+	$(BIN)/xprof $(MODEL) -o $(OUT)/profile.json
+	$(BIN)/xcost $(OUT)/profile.json -o $(OUT)/cost.json --report
+	$(BIN)/xsched --profile $(OUT)/profile.json --cost $(OUT)/cost.json -o $(OUT)/schedule.json --explain
+
+rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
+	$(BIN)/xrewrite $(MODEL) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
+
+test: build ## build and run the test suite
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: build ## original vs rewritten latency, side by side, for the sample and test models
+	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench bash bench/run.sh
+
+format: ## clang-format every C++ file in place
+	@git ls-files '*.cpp' '*.h' '*.h.in' | xargs clang-format -i
+
+clean: ## remove the build and the generated data
+	rm -rf $(BUILD_DIR) $(OUT)

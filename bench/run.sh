@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `make bench`: rewrites the bundled sample and the test models with the full measurement
+# settings, then times original against rewritten side by side (interleaved, warm-up, median of
+# RUNS >= 30) and prints the ratios.
+set -euo pipefail
+BIN=${BIN:-build/bin}
+SAMPLES=${SAMPLES:-build/samples}
+OUT=${OUT:-data/tmp/bench}
+RUNS=${RUNS:-50}
+mkdir -p "$OUT"
+export PATH="$BIN:$PATH"
+for name in minigpt mixer redundant; do
+  model="$SAMPLES/$name.pt"
+  echo "== $name"
+  xprof "$model" -q | xcost | xsched -o "$OUT/$name.schedule.json"
+  xrewrite "$model" -s "$OUT/$name.schedule.json" -o "$OUT/$name.opt.pt" -q
+  python3 - "$OUT/$name.schedule.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+c = s["counts"]
+print(f"decisions: {c['sync']} sync, {c['remove']} remove, {c['none']} none; "
+      f"predicted {s['predicted_time_before_ms']:.3f} -> {s['predicted_time_after_ms']:.3f} ms")
+PY
+  xbench-latency "$model" "$OUT/$name.opt.pt" --runs "$RUNS"
+done
