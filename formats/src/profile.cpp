@@ -64,11 +64,12 @@ json toJson(const ConsumerTiming& c) {
   json j{{"op_id", c.op_id},
          {"input_index", c.input_index},
          {"measured", c.measured},
-         {"identical_output", c.identical_output},
          {"accepts_noncontiguous", c.accepts_noncontiguous}};
   if (c.measured) {
     j["time_as_is_ms"] = roundMs(c.time_as_is_ms);
     j["time_as_is_spread_ms"] = roundMs(c.time_as_is_spread_ms);
+    j["identical_output"] = c.identical_output;
+    j["same_output_layout"] = c.same_output_layout;
   }
   putOptionalMs(j, "time_contiguous_ms", c.time_contiguous_ms);
   putOptionalMs(j, "time_contiguous_spread_ms", c.time_contiguous_spread_ms);
@@ -99,6 +100,7 @@ ConsumerTiming readConsumer(const JsonReader& r) {
   c.time_noncontiguous_ms = optionalMs(r, "time_noncontiguous_ms");
   c.time_noncontiguous_spread_ms = optionalMs(r, "time_noncontiguous_spread_ms");
   c.identical_output = r.getBool("identical_output", true);
+  c.same_output_layout = r.getBool("same_output_layout", true);
   c.accepts_noncontiguous = r.getBool("accepts_noncontiguous", true);
   c.note = r.getString("note", "");
   return c;

@@ -326,6 +326,7 @@ private:
       return;
     }
     c.identical_output = bitwiseEqual(out_a, out_b);
+    c.same_output_layout = sameLayout(out_a, out_b);
     auto [a, b] =
         timeInterleaved([&] { (void)runner_->runOp(user, as_is); },
                         [&] { (void)runner_->runOp(user, swapped); }, o_.warmup, o_.repeats);

@@ -60,6 +60,38 @@ bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b) {
   return false; // anything else: not shown to be equal
 }
 
+namespace {
+bool sameLayoutOf(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() && b.isTensor()) {
+    const at::Tensor& x = a.toTensor();
+    const at::Tensor& y = b.toTensor();
+    if (!x.defined() || !y.defined())
+      return x.defined() == y.defined();
+    if (x.sizes() != y.sizes())
+      return false;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (x.size(d) > 1 && x.stride(d) != y.stride(d))
+        return false; // a size-1 dimension's stride is never used
+    return true;
+  }
+  if (a.isTuple() && b.isTuple())
+    return xalloc::profiler::sameLayout(a.toTupleRef().elements().vec(),
+                                        b.toTupleRef().elements().vec());
+  if (a.isList() && b.isList())
+    return xalloc::profiler::sameLayout(a.toListRef().vec(), b.toListRef().vec());
+  return true;
+}
+} // namespace
+
+bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!sameLayoutOf(a[i], b[i]))
+      return false;
+  return true;
+}
+
 bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
   if (a.size() != b.size())
     return false;

@@ -29,7 +29,8 @@ std::string location(const formats::Anchor& a) {
 void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s, bool quiet) {
   for (const auto& r : report.results) {
     const auto& d = s.decisions[r.decision_index];
-    std::string msg = std::string(formats::actionName(r.action)) + " %" + d.value_name + ": " +
+    std::string what = d.anchor.expr.empty() ? "%" + d.value_name : "`" + d.anchor.expr + "`";
+    std::string msg = std::string(formats::actionName(r.action)) + " " + what + ": " +
                       tspass::applyStatusName(r.status) + ": " + r.message;
     if (r.status == tspass::ApplyStatus::Skipped ||
         (r.status == tspass::ApplyStatus::NotFound && r.action != formats::Action::Remove))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "xalloc/costfit/classic.h"
@@ -58,6 +59,20 @@ private:
   double se(double iqr) const { return medianStandardError(iqr, p_.settings.repeats); }
   static double sq(double x) { return x * x; }
 
+  // View ops only compute new sizes and strides: a contiguous input cannot make them faster.
+  bool allViews(const std::vector<std::int64_t>& ops) const {
+    static const std::set<std::string> views = {
+        "aten::view",    "aten::reshape",    "aten::transpose", "aten::permute", "aten::t",
+        "aten::select",  "aten::slice",      "aten::narrow",    "aten::expand",  "aten::unsqueeze",
+        "aten::squeeze", "aten::as_strided", "aten::unflatten", "aten::split",   "aten::chunk"};
+    for (std::int64_t id : ops) {
+      const formats::Op* op = p_.findOp(id);
+      if (!op || !views.count(op->kind))
+        return false;
+    }
+    return true;
+  }
+
   Decision base(const Record& r, const formats::Op& producer) const {
     Decision d;
     d.value_id = r.id;
@@ -84,7 +99,7 @@ private:
     d.predicted_cost_ms = cost->ms;
     double saving = 0;
     double var = sq(se(cost->spread_ms));
-    std::size_t unmeasured = 0, differing = 0, converted = 0;
+    std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0;
     std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
@@ -98,6 +113,10 @@ private:
       }
       if (!c.identical_output) {
         ++differing;
+        continue;
+      }
+      if (!c.same_output_layout) {
+        ++relayouting;
         continue;
       }
       candidates.push_back(c.op_id);
@@ -115,10 +134,15 @@ private:
       d.consumers = candidates;
       if (differing > 0 && candidates.empty())
         d.reason = "a contiguous input changes the consumer's output bits";
+      else if (relayouting > 0 && candidates.empty())
+        d.reason = "a contiguous input changes the layout of the consumer's output, and so what "
+                   "runs after it (not measured)";
       else if (converted == r.consumers.size())
         d.reason = "already converted by an existing aten::contiguous";
       else if (unmeasured == r.consumers.size())
         d.reason = "no consumer could be measured in isolation";
+      else if (!candidates.empty() && allViews(candidates))
+        d.reason = "its consumers are views, which read no data";
       else if (saving <= 0)
         d.reason = "no consumer is faster with a contiguous input";
       else
@@ -171,6 +195,10 @@ private:
       }
       if (!c.identical_output) {
         d.reason = name + " gives different output bits without the conversion";
+        return d;
+      }
+      if (!c.same_output_layout) {
+        d.reason = name + "'s output changes layout without the conversion";
         return d;
       }
       extra += *c.time_noncontiguous_ms - c.time_as_is_ms;

@@ -146,6 +146,15 @@ TEST(Scheduler, SafetyRulesKeepTheModelsResults) {
   auto d = g.decisionFor(makeSchedule(g.p, g.cost), 10);
   EXPECT_EQ(d.action, Action::None);
   EXPECT_NE(d.reason.find("output bits"), std::string::npos);
+  Fixture l; // a consumer whose output layout follows its input: downstream effects unmeasured
+  for (auto& c : l.v().consumers)
+    c.same_output_layout = false;
+  d = l.decisionFor(makeSchedule(l.p, l.cost), 10);
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("layout"), std::string::npos);
+  Fixture lr;
+  lr.p.records[2].consumers[0].same_output_layout = false;
+  EXPECT_EQ(lr.decisionFor(makeSchedule(lr.p, lr.cost), 11).action, Action::None);
   Fixture h;
   h.p.records[2].consumers[0].accepts_noncontiguous = false; // e.g. aten::view
   h.p.records[2].consumers[0].measured = false;

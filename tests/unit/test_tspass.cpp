@@ -98,6 +98,9 @@ TEST(TorchScriptPass, ExpressionsAreCompletedFromTheSource) {
   // TorchScript ranges can stop inside a name or before the arguments of a call.
   EXPECT_EQ(completeExpression(src, 4, 22), "self.c_attn(x).split(self.n_embd, dim=2)");
   EXPECT_EQ(completeExpression(src, 4, 15), "self.c_attn(x)");
+  std::string paren = "return x + (h * g).transpose(1, 2)\n";
+  EXPECT_EQ(completeExpression(paren, paren.find('h'), paren.find("transpose") + 9),
+            "(h * g).transpose(1, 2)");
   std::string f = "class A(nn.Module):\n    def forward(self, x):\n        return x\n";
   EXPECT_EQ(xalloc::tspass::detail::enclosingPythonFunction(f, f.find("return")), "A.forward");
 }

@@ -116,6 +116,33 @@ std::string completeExpression(const std::string& text, std::size_t start, std::
   }
   if (open > 0)
     end = balanceFrom(end, open);
+  // A range that starts inside parentheses ("h * g).transpose(1, 2)" of "(h * g).transpose(1, 2)")
+  // takes in the opening bracket of every closer it leaves unmatched.
+  for (bool moved = true; moved;) {
+    moved = false;
+    int depth = 0;
+    for (std::size_t i = start; i < end && !moved; ++i) {
+      char c = text[i];
+      if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if ((c == ')' || c == ']' || c == '}') && --depth < 0) {
+        // Walk left from `start` to the bracket this closer matches.
+        int nest = 0;
+        for (std::size_t j = start; j-- > 0;) {
+          char p = text[j];
+          if (p == ')' || p == ']' || p == '}') {
+            ++nest;
+          } else if ((p == '(' || p == '[' || p == '{') && nest-- == 0) {
+            start = j;
+            moved = true;
+            break;
+          }
+        }
+        if (!moved)
+          break; // unbalanced source: keep what we have
+      }
+    }
+  }
   while (end < text.size() && (text[end] == '(' || text[end] == '['))
     end = balanceFrom(end, 0);
   std::string out;

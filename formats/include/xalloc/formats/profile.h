@@ -25,6 +25,9 @@ struct ConsumerTiming {
   std::optional<double> time_noncontiguous_spread_ms;
   /// Outputs with the other layout are bit-identical to the outputs as-is.
   bool identical_output = true;
+  /// Outputs with the other layout also have the same sizes and strides: nothing downstream of
+  /// the consumer can tell the difference, so its own timing is the whole effect.
+  bool same_output_layout = true;
   /// False when the op refuses the non-contiguous layout (e.g. aten::view raises).
   bool accepts_noncontiguous = true;
   std::string note; // why it was not measured, when it was not

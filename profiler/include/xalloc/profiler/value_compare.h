@@ -12,4 +12,7 @@ namespace xalloc::profiler {
 bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b);
 bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 
+/// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
+bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
+
 } // namespace xalloc::profiler
