@@ -23,3 +23,6 @@ print(f"decisions: {c['sync']} sync, {c['remove']} remove, {c['none']} none; "
 PY
   xbench-latency "$model" "$OUT/$name.opt.pt" --runs "$RUNS"
 done
+
+echo "== micro-benchmarks"
+xbench-micro --benchmark_min_time=0.2
