@@ -64,7 +64,7 @@ int runPredict(const XcostOptions& o) {
     try {
       layout = formats::readLayout(formats::JsonReader(j));
     } catch (const formats::FormatError& e) {
-      throw InputError(where + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+      throw formats::inputErrorAt(e, where);
     }
     auto p = predictor.predict(layout);
     if (!p)

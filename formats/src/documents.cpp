@@ -156,7 +156,7 @@ T typedFromJson(const nlohmann::json& doc, DocKind kind, const std::string& name
     checkEnvelope(doc, kind);
     return read(JsonReader(doc));
   } catch (const FormatError& e) {
-    throw InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+    throw inputErrorAt(e, name);
   }
 }
 } // namespace
@@ -205,7 +205,7 @@ const nlohmann::json& DocumentSet::require(DocKind kind) const {
     try {
       checkEnvelope(docs_.front(), kind);
     } catch (const FormatError& e) {
-      throw InputError(name_ + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+      throw inputErrorAt(e, name_);
     }
   }
   throw InputError(name_, std::string("no '") + schemaName(kind) + "' document in the input");

@@ -43,7 +43,8 @@ int runGuarded(const std::string& tool, const std::function<int()>& body) {
   } catch (const InputError& e) {
     printError(e.where().empty() ? tool : e.where(), e.message());
   } catch (const formats::FormatError& e) {
-    printError(tool + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+    const InputError located = formats::inputErrorAt(e, tool);
+    printError(located.where(), located.message());
   } catch (const std::exception& e) {
     printError(tool, std::string("internal error: ") + e.what());
   }

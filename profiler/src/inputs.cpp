@@ -94,7 +94,7 @@ std::vector<formats::InputSpec> specFromExtraFiles(const std::map<std::string, s
     formats::JsonReader(j).at("inputs").forEach(
         [&](const formats::JsonReader& e) { specs.push_back(formats::readInputSpec(e)); });
   } catch (const formats::FormatError& e) {
-    throw InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+    throw formats::inputErrorAt(e, name);
   }
   return specs;
 }

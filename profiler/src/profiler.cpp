@@ -80,15 +80,7 @@ public:
     p_.device = describeCpu();
     timeOps();
     GraphRunner::Trace capture;
-    try {
-      runner_->run(inputs_, {/*keep_values=*/true, false, false}, &capture);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      throw InputError(o_.model, "the model failed on the example inputs: " +
-                                     what.substr(0, what.find('\n')));
-    }
+    runModel({/*keep_values=*/true, false, false}, &capture);
     buildRecords(capture, mutation);
     measureConversions(capture);
     if (o_.measure_consumers)
@@ -97,13 +89,10 @@ public:
   }
 
 private:
-  // Whole-graph runs: warm-up, then per-op wall times (median over iterations) and one run with
-  // process CPU time per op for utilization.
-  void timeOps() {
-    const std::size_t n = index_->ops().size();
+  // One run of the whole graph; a failure of the model itself becomes a clear InputError.
+  void runModel(const GraphRunner::Options& options, GraphRunner::Trace* trace) {
     try {
-      for (int i = 0; i < o_.warmup; ++i)
-        runner_->run(inputs_, {}, nullptr);
+      runner_->run(inputs_, options, trace);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
@@ -111,15 +100,23 @@ private:
       throw InputError(o_.model, "the model failed on the example inputs: " +
                                      what.substr(0, what.find('\n')));
     }
+  }
+
+  // Whole-graph runs: warm-up, then per-op wall times (median over iterations) and one run with
+  // process CPU time per op for utilization.
+  void timeOps() {
+    const std::size_t n = index_->ops().size();
+    for (int i = 0; i < o_.warmup; ++i)
+      runModel({}, nullptr);
     std::vector<std::vector<double>> samples(n);
     GraphRunner::Trace t;
     for (int it = 0; it < o_.iterations; ++it) {
-      runner_->run(inputs_, {false, /*time_ops=*/true, false}, &t);
+      runModel({false, /*time_ops=*/true, false}, &t);
       for (std::size_t i = 0; i < n; ++i)
         samples[i].push_back(t.op_ms[i]);
     }
     GraphRunner::Trace cpu;
-    runner_->run(inputs_, {false, true, /*cpu_time=*/true}, &cpu);
+    runModel({false, true, /*cpu_time=*/true}, &cpu);
     const double cores = static_cast<double>(p_.device.cores);
     for (std::size_t i = 0; i < n; ++i) {
       const Node* node = index_->ops()[i];

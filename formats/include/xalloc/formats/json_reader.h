@@ -11,6 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "xalloc/error.h"
+
 namespace xalloc::formats {
 
 /// A schema violation at a JSON Pointer inside a document. Readers of files add the path.
@@ -24,6 +26,10 @@ public:
 private:
   std::string pointer_;
 };
+
+/// The user-facing form of a FormatError found in the document called `name`:
+/// InputError("name: /json/pointer", message).
+InputError inputErrorAt(const FormatError& e, const std::string& name);
 
 /// Escapes one reference token for a JSON Pointer (RFC 6901: '~' -> "~0", '/' -> "~1").
 std::string escapePointerToken(std::string_view token);
