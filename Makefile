@@ -2,12 +2,14 @@
 # sample and rewrites it; `make test` builds and runs the tests. `make help` lists every target.
 #
 #   MODEL=path/to/model.pt make profile rewrite     # the same on any TorchScript file
+#   INPUTS="--input-shape 1x3x224x224"               # when the model stores no example inputs
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 OUT        ?= data/tmp
 MODEL      ?= $(BUILD_DIR)/samples/minigpt.pt
+INPUTS     ?=
 BIN        := $(BUILD_DIR)/bin
 NAME       := $(basename $(notdir $(MODEL)))
 CMAKE_ARGS ?=
@@ -20,7 +22,8 @@ help: ## show this list
 	@echo
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo
-	@echo "  MODEL=$(MODEL) (any TorchScript file), OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
+	@echo "  MODEL=$(MODEL) (any TorchScript file), INPUTS=\"--input-shape ...\" when it stores"
+	@echo "  no example inputs, OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
 
 deps: ## install the Debian packages the project needs (quiet when all are present)
 	@bash scripts/install-deps.sh
@@ -36,12 +39,12 @@ samples: configure ## script MinimalGPT and the test models, build minigpt_cpp
 
 profile: build ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/schedule.json
 	@mkdir -p $(OUT)
-	$(BIN)/xprof $(MODEL) -o $(OUT)/profile.json
+	$(BIN)/xprof $(MODEL) $(INPUTS) -o $(OUT)/profile.json
 	$(BIN)/xcost $(OUT)/profile.json -o $(OUT)/cost.json --report
 	$(BIN)/xsched --profile $(OUT)/profile.json --cost $(OUT)/cost.json -o $(OUT)/schedule.json --explain
 
 rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
-	$(BIN)/xrewrite $(MODEL) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
+	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
 
 test: build ## build and run the test suite
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -332,6 +332,10 @@ const c10::IValue& GraphRunner::valueOf(const Trace& trace, const Value* v) cons
   return impl_->get(trace.values, v);
 }
 
+bool GraphRunner::hasValue(const Trace& trace, const Value* v) const {
+  return trace.values.count(v) > 0 || impl_->constants.count(v) > 0;
+}
+
 bool GraphRunner::canRunInIsolation(const Node* node) {
   if (node->kind().ns() != c10::namespaces::aten || !node->maybeSchema())
     return false;

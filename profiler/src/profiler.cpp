@@ -23,6 +23,7 @@
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/mutation.h"
 #include "xalloc/version.h"
 
 namespace xalloc::profiler {
@@ -299,6 +300,11 @@ private:
                    : "not an aten op; not re-run in isolation";
       return;
     }
+    for (const Value* in : user->inputs())
+      if (!runner_->hasValue(t, in)) {
+        c.note = "not executed with the example inputs (a branch not taken)";
+        return;
+      }
     torch::jit::Stack as_is, swapped;
     for (const Value* in : user->inputs()) {
       as_is.push_back(runner_->valueOf(t, in));

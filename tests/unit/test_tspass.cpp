@@ -7,6 +7,7 @@
 
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/mutation.h"
 #include "xalloc/tspass/rewrite.h"
 
 using namespace xalloc;
@@ -257,4 +258,33 @@ TEST(TorchScriptPass, UnknownSitesAreReportedNotGuessed) {
   auto report = applySchedule(g, s);
   EXPECT_EQ(report.results[0].status, ApplyStatus::NotFound);
   EXPECT_EQ(graphText(*g), before);
+}
+
+TEST(TorchScriptPass, WritesToModuleBuffersDoNotBlockUnrelatedValues) {
+  // Like BatchNorm in training: a buffer is updated in place, and activations go through lists.
+  torch::jit::Module m("m");
+  m.register_buffer("counter", at::zeros({1}));
+  m.define(R"JIT(
+def forward(self, x, training: bool):
+    if training:
+        self.counter.add_(1.0)
+    y = x.transpose(0, 1)
+    parts = [y, x]
+    z = torch.cat(parts, 0)
+    w = torch.mm(y, x)
+    w.mul_(2.0)
+    return z.sum() + w
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  MutationInfo info(g);
+  GraphIndex index(*g);
+  const auto* y =
+      index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::transpose))]->output();
+  const auto* w = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::mm))]->output();
+  const auto* x = g->inputs()[1];
+  EXPECT_FALSE(info.hasWriters(y)) << "the buffer write cannot reach a view of the input";
+  EXPECT_FALSE(info.hasWriters(x));
+  EXPECT_TRUE(info.hasWriters(w)) << "w.mul_ writes w";
+  EXPECT_NE(info.memoryRoots(y), info.memoryRoots(w));
+  EXPECT_EQ(info.memoryRoots(y), info.memoryRoots(x)); // a view shares its base's allocation
 }

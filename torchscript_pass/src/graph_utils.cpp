@@ -1,8 +1,7 @@
-// inlineMethod, useOriginalSourceRanges, graphText, MutationInfo.
+// inlineMethod, useOriginalSourceRanges, graphText.
 #include "xalloc/tspass/graph_utils.h"
 
 #include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
@@ -37,15 +36,6 @@ void useOriginalSourceRanges(torch::jit::Graph& graph) {
 
 std::string graphText(const torch::jit::Graph& graph) {
   return graph.toString(/*print_source_locations=*/true);
-}
-
-MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph)
-    : db_(std::make_unique<torch::jit::AliasDb>(graph)) {}
-
-MutationInfo::~MutationInfo() = default;
-
-bool MutationInfo::hasWriters(const torch::jit::Value* v) const {
-  return db_->hasWriters(v);
 }
 
 } // namespace xalloc::tspass

@@ -11,6 +11,7 @@
 
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/mutation.h"
 
 namespace xalloc::tspass {
 

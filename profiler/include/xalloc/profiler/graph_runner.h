@@ -40,6 +40,8 @@ public:
 
   /// A value of a finished run with keep_values (constants included).
   const c10::IValue& valueOf(const Trace& trace, const torch::jit::Value* v) const;
+  /// False for values the run never computed (they sit in a branch that was not taken).
+  bool hasValue(const Trace& trace, const torch::jit::Value* v) const;
 
   /// True when runOp can run this node in isolation (an aten op without mutation).
   static bool canRunInIsolation(const torch::jit::Node* node);

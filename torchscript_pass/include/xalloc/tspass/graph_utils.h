@@ -9,8 +9,6 @@
 namespace torch::jit {
 struct Graph;
 struct Module;
-struct Value;
-class AliasDb;
 } // namespace torch::jit
 
 namespace xalloc::tspass {
@@ -26,20 +24,5 @@ void useOriginalSourceRanges(torch::jit::Graph& graph);
 
 /// The graph as text, one node per line, with "# file:line:col" of each node.
 std::string graphText(const torch::jit::Graph& graph);
-
-/// Aliasing facts used to decide whether a layout edit is safe.
-class MutationInfo {
-public:
-  explicit MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph);
-  ~MutationInfo();
-  MutationInfo(const MutationInfo&) = delete;
-  MutationInfo& operator=(const MutationInfo&) = delete;
-  /// Something may write to the memory this value points to (directly or through an alias):
-  /// converting or un-converting it could change what that write affects.
-  bool hasWriters(const torch::jit::Value* v) const;
-
-private:
-  std::unique_ptr<torch::jit::AliasDb> db_;
-};
 
 } // namespace xalloc::tspass

@@ -1,0 +1,189 @@
+// MutationInfo: alias analysis refined by memory roots.
+#include "xalloc/tspass/mutation.h"
+
+#include <algorithm>
+#include <set>
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace xalloc::tspass {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr long kUnknown = -1;
+constexpr long kModuleState = -2;
+long inputRoot(std::size_t i) {
+  return -3 - static_cast<long>(i);
+}
+
+bool isTensorLike(const c10::TypePtr& t) {
+  if (t->cast<c10::TensorType>())
+    return true;
+  if (auto opt = t->cast<c10::OptionalType>())
+    return isTensorLike(opt->getElementType());
+  return false;
+}
+
+void aliasSets(const c10::AliasInfo& info, std::set<c10::Symbol>& out, bool* wildcard) {
+  for (const auto& s : info.beforeSets()) {
+    if (s == c10::AliasInfo::wildcardSet())
+      *wildcard = true;
+    out.insert(s);
+  }
+  for (const auto& c : info.containedTypes())
+    aliasSets(c, out, wildcard);
+}
+
+std::vector<long> unite(std::vector<long> a, const std::vector<long>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  if (std::binary_search(a.begin(), a.end(), kUnknown))
+    return {kUnknown};
+  return a;
+}
+
+bool intersects(const std::vector<long>& a, const std::vector<long>& b) {
+  if ((!a.empty() && a.front() == kUnknown) || (!b.empty() && b.front() == kUnknown))
+    return true;
+  for (long x : a)
+    if (std::binary_search(b.begin(), b.end(), x))
+      return true;
+  return false;
+}
+
+} // namespace
+
+MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph)
+    : graph_(graph), db_(std::make_unique<torch::jit::AliasDb>(graph)) {
+  std::vector<torch::jit::Block*> blocks{graph->block()};
+  while (!blocks.empty()) {
+    torch::jit::Block* b = blocks.back();
+    blocks.pop_back();
+    for (Node* n : b->nodes()) {
+      for (torch::jit::Block* sub : n->blocks())
+        blocks.push_back(sub);
+      if (n->blocks().empty())
+        collectWriters(n);
+    }
+  }
+}
+
+MutationInfo::~MutationInfo() = default;
+
+// The tensors a leaf node writes in place: arguments its schema marks `(a!)`. A write to a list
+// argument counts only for in-place ops (name ending in '_', like _foreach_add_): append, insert
+// and friends change the list, not the tensors in it. Nodes without a schema that the alias
+// analysis still calls mutating are taken to write every tensor they receive.
+void MutationInfo::collectWriters(Node* n) {
+  Writer w{n, {}};
+  if (const c10::FunctionSchema* schema = n->maybeSchema()) {
+    const bool inplace_name = !schema->name().empty() && schema->name().back() == '_';
+    const auto& args = schema->arguments();
+    for (std::size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
+      const auto* info = args[i].alias_info();
+      if (!info || !info->isWrite())
+        continue;
+      const Value* in = n->input(i);
+      if (isTensorLike(in->type()) || (inplace_name && in->type()->cast<c10::ListType>()))
+        w.written.push_back(in);
+    }
+  } else if (db_->isMutable(n) && n->kind() != c10::prim::SetAttr) {
+    for (const Value* in : n->inputs())
+      if (isTensorLike(in->type()) || in->type()->cast<c10::ListType>())
+        w.written.push_back(in);
+  }
+  if (!w.written.empty())
+    writers_.push_back(std::move(w));
+}
+
+std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
+  auto it = roots_.find(v);
+  if (it != roots_.end())
+    return it->second;
+  roots_[v] = {kUnknown}; // cycles (loops) resolve to unknown
+  const Node* n = v->node();
+  const auto k = n->kind();
+  std::vector<long> r;
+  auto ofInputs = [&](std::size_t from) {
+    std::vector<long> acc;
+    for (std::size_t i = from; i < n->inputs().size(); ++i)
+      acc = unite(std::move(acc), memoryRoots(n->input(i)));
+    return acc;
+  };
+  if (k == c10::prim::Param) {
+    if (n->owningBlock() == graph_->block())
+      r = {inputRoot(v->offset())};
+    else
+      r = {kUnknown}; // a loop-carried value
+  } else if (k == c10::prim::GetAttr) {
+    r = {kModuleState};
+  } else if (k == c10::prim::Constant) {
+    r = {static_cast<long>(v->unique())};
+  } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct ||
+             k == c10::prim::ListUnpack || k == c10::prim::TupleUnpack ||
+             k == c10::prim::TupleIndex || k == c10::prim::unchecked_cast ||
+             k == c10::aten::__getitem__) {
+    r = ofInputs(0);
+  } else if (k == c10::prim::If) {
+    for (const torch::jit::Block* b : n->blocks())
+      r = unite(std::move(r), memoryRoots(b->outputs()[v->offset()]));
+  } else if (k == c10::prim::Loop) {
+    r = {kUnknown};
+  } else if (const c10::FunctionSchema* schema = n->maybeSchema()) {
+    const auto& ret = schema->returns();
+    const c10::AliasInfo* out_info =
+        v->offset() < ret.size() ? ret[v->offset()].alias_info() : nullptr;
+    if (!out_info) {
+      r = {static_cast<long>(v->unique())}; // a fresh allocation
+    } else {
+      std::set<c10::Symbol> sets;
+      bool wildcard = false;
+      aliasSets(*out_info, sets, &wildcard);
+      if (wildcard) {
+        r = {kUnknown};
+      } else {
+        const auto& args = schema->arguments();
+        for (std::size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
+          const auto* in_info = args[i].alias_info();
+          if (!in_info)
+            continue;
+          std::set<c10::Symbol> in_sets;
+          bool in_wild = false;
+          aliasSets(*in_info, in_sets, &in_wild);
+          bool shared = in_wild;
+          for (const auto& s : in_sets)
+            shared = shared || sets.count(s);
+          if (shared)
+            r = unite(std::move(r), memoryRoots(n->input(i)));
+        }
+        if (r.empty())
+          r = {static_cast<long>(v->unique())};
+      }
+    }
+  } else {
+    r = {kUnknown};
+  }
+  roots_[v] = r;
+  return r;
+}
+
+bool MutationInfo::hasWriters(const Value* v) const {
+  if (!db_->hasWriters(v))
+    return false; // the alias analysis is sound: nothing can write to v
+  const std::vector<long> mine = memoryRoots(v);
+  for (const Writer& w : writers_) {
+    if (!db_->writesToAlias(w.node, {const_cast<Value*>(v)}))
+      continue;
+    for (const Value* target : w.written)
+      if (intersects(mine, memoryRoots(target)))
+        return true;
+  }
+  return false;
+}
+
+} // namespace xalloc::tspass
