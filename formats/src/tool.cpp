@@ -31,12 +31,6 @@ void printNote(const std::string& where, const std::string& message) {
   printDiagnostic(where, "note", message);
 }
 
-namespace detail {
-void throwLogicError(const char* file, int line, const std::string& msg) {
-  throw LogicError(std::string(file) + ":" + std::to_string(line) + ": " + msg);
-}
-} // namespace detail
-
 int runGuarded(const std::string& tool, const std::function<int()>& body) {
   try {
     return body();
