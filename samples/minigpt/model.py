@@ -15,14 +15,22 @@ import torch.nn.functional as F
 
 
 class GPTConfig:
+    """Model size (vocab_size ... n_embd) and the run settings the scripts share (batch_size,
+    seq_len: the example input; seed: weights and data)."""
+
     def __init__(self, vocab_size: int = 256, block_size: int = 128, n_layer: int = 2,
-                 n_head: int = 4, n_embd: int = 128, **_ignored):
+                 n_head: int = 4, n_embd: int = 128, batch_size: int = 4, seq_len: int = 64,
+                 seed: int = 0):
         assert n_embd % n_head == 0, "n_embd must be divisible by n_head"
+        assert seq_len <= block_size, "seq_len must not exceed block_size"
         self.vocab_size = vocab_size
         self.block_size = block_size
         self.n_layer = n_layer
         self.n_head = n_head
         self.n_embd = n_embd
+        self.batch_size = batch_size
+        self.seq_len = seq_len
+        self.seed = seed
 
     @staticmethod
     def load(path: str) -> "GPTConfig":

@@ -25,10 +25,8 @@ def main() -> int:
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
 
-    with open(args.config) as f:
-        raw = json.load(f)
-    cfg = GPTConfig(**raw)
-    torch.manual_seed(int(raw.get("seed", 0)))
+    cfg = GPTConfig.load(args.config)
+    torch.manual_seed(cfg.seed)
     model = MinimalGPT(cfg).eval()
     if args.weights:
         model.load_state_dict(torch.load(args.weights))
@@ -37,7 +35,7 @@ def main() -> int:
     spec = {
         "inputs": [{
             "name": "idx",
-            "shape": [int(raw.get("batch_size", 1)), int(raw.get("seq_len", cfg.block_size))],
+            "shape": [cfg.batch_size, cfg.seq_len],
             "dtype": "int64",
             "low": 0,
             "high": cfg.vocab_size,

@@ -8,7 +8,6 @@ the loss visibly drops within a few dozen steps on a CPU. `script.py --weights W
 scripts the trained model.
 """
 import argparse
-import json
 import os
 import sys
 
@@ -33,16 +32,13 @@ def main() -> int:
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
 
-    with open(args.config) as f:
-        raw = json.load(f)
-    cfg = GPTConfig(**raw)
-    torch.manual_seed(int(raw.get("seed", 0)))
-    gen = torch.Generator().manual_seed(int(raw.get("seed", 0)))
+    cfg = GPTConfig.load(args.config)
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
     model = MinimalGPT(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    bs, T = int(raw.get("batch_size", 4)), int(raw.get("seq_len", cfg.block_size))
     for step in range(args.steps):
-        x, y = batch(cfg, bs, T, gen)
+        x, y = batch(cfg, cfg.batch_size, cfg.seq_len, gen)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
