@@ -12,7 +12,8 @@ export PATH="$BIN:$PATH"
 for name in minigpt mixer redundant; do
   model="$SAMPLES/$name.pt"
   echo "== $name"
-  xprof "$model" -q | xcost | xsched -o "$OUT/$name.schedule.json"
+  xprof "$model" -q -o "$OUT/$name.profile.json"
+  xcost "$OUT/$name.profile.json" | xsched -o "$OUT/$name.schedule.json"
   xrewrite "$model" -s "$OUT/$name.schedule.json" -o "$OUT/$name.opt.pt" -q
   python3 - "$OUT/$name.schedule.json" <<'PY'
 import json, sys
@@ -23,6 +24,9 @@ print(f"decisions: {c['sync']} sync, {c['remove']} remove, {c['none']} none; "
 PY
   xbench-latency "$model" "$OUT/$name.opt.pt" --runs "$RUNS"
 done
+
+echo "== memory planning"
+xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 
 echo "== micro-benchmarks"
 xbench-micro --benchmark_min_time=0.2

@@ -22,8 +22,29 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* mb =
       app.add_option("--memory-budget", budget, "peak activation memory limit, e.g. 512M or 2G");
+  xalloc::scheduler::MemplanOptions mp;
+  std::string mp_budget;
+  auto* memplan = app.add_subcommand(
+      "memplan", "plan offsets in one workspace for tensors with lifetimes "
+                 "({\"tensors\":[{\"id\",\"size\",\"first_op\",\"last_op\"}]} or a "
+                 "profile.json); prints offsets, workspace and lower bound");
+  memplan->add_option("input", mp.input, "tensor list or profile.json ('-' or none: stdin)");
+  memplan->add_option("-o,--output", mp.output, "write the plan here (default: stdout)");
+  memplan->add_option("--alignment", mp.alignment, "offset alignment in bytes")
+      ->capture_default_str();
+  auto* mp_b = memplan->add_option("--budget", mp_budget,
+                                   "fail (exit 2) when the plan needs more, e.g. 512M");
+  memplan
+      ->add_option("--search-iterations", mp.search_iterations,
+                   "local-search steps after the greedy heuristics (-1: scaled to the size)")
+      ->capture_default_str();
   if (auto code = xalloc::parseCommandLine(app, argc, argv))
     return *code;
+  if (memplan->parsed()) {
+    if (mp_b->count() > 0)
+      mp.budget = mp_budget;
+    return xalloc::runGuarded("xsched memplan", [&] { return xalloc::scheduler::runMemplan(mp); });
+  }
   if (mb->count() > 0)
     o.memory_budget = budget;
   return xalloc::runGuarded("xsched", [&] { return xalloc::scheduler::runXsched(o); });

@@ -48,6 +48,20 @@ expect_error 2 'below the model.s own peak' -- xsched --profile "$WORK/profile.j
 expect_error 2 'xrewrite: error: -o names the input model' -- xrewrite "$model" -s "$WORK/schedule.json" -o "$model"
 expect_error 2 'xrewrite: error: no output' -- xrewrite "$model" -s "$WORK/schedule.json"
 expect_error 2 'no schedule stored' -- xrewrite --show "$model"
+# xsched memplan: bad tensor lists.
+plan() { echo "$1" >"$WORK/tensors.json"; }
+plan '{"tensors":[{"id":"a","size":-5,"first_op":0,"last_op":1}]}'
+expect_error 2 'tensors\.json: /tensors/0/size: error: expected a non-negative integer' -- xsched memplan "$WORK/tensors.json"
+plan '{"tensors":[{"id":"a","size":5,"first_op":4,"last_op":1}]}'
+expect_error 2 '/tensors/0/last_op: error: last_op 1 is before first_op 4' -- xsched memplan "$WORK/tensors.json"
+plan '{"tensors":[{"id":1,"size":5,"first_op":0,"last_op":1},{"id":"1","size":5,"first_op":0,"last_op":1}]}'
+expect_error 2 "/tensors/1/id: error: duplicate tensor id '1'" -- xsched memplan "$WORK/tensors.json"
+plan 'size: 5'
+expect_error 2 'tensors\.json:1:1: error: malformed JSON' -- xsched memplan "$WORK/tensors.json"
+plan '{"tensors":[{"id":"p","size":100,"first_op":0,"last_op":2,"offset":0},{"id":"q","size":100,"first_op":1,"last_op":2,"offset":64}]}'
+expect_error 2 "pinned tensors 'p' and 'q' are alive at the same time and overlap" -- xsched memplan "$WORK/tensors.json"
+expect_error 2 'out of memory: the plan needs [0-9]+ bytes .* but the budget is 1024 bytes' -- xsched memplan "$WORK/profile.json" --budget 1K
+
 rc=0
 xprof --no-such-flag >/dev/null 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "unknown flag should exit 2, got $rc"

@@ -63,6 +63,18 @@ xprof "$model" "${QUICK[@]}" | xcost | xsched | xrewrite "$model" -o "$WORK/pipe
 xcost "$WORK/mixer/profile.json" -o - | validate - || fail "xcost -o - is not a valid document"
 [[ $(xcost "$WORK/mixer/profile.json" -o - | wc -l) -eq 1 ]] || fail "xcost -o - wrote more than one line"
 
+# xsched memplan plans the profile's real tensor lifetimes: valid, at or above the lower bound.
+xsched memplan "$WORK/minigpt/profile.json" -o "$WORK/plan.json"
+python3 - "$WORK/plan.json" <<'PY' || fail "memplan output is inconsistent"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["lower_bound_bytes"] > 0 and p["workspace_bytes"] >= p["lower_bound_bytes"], p
+assert p["workspace_bytes"] <= p["no_reuse_bytes"], p
+assert len(p["offsets"]) == p["tensors"] > 0 and all(o % 64 == 0 for o in p["offsets"].values())
+PY
+echo '{"tensors":[{"id":"a","size":1000,"first_op":0,"last_op":1},{"id":"b","size":1000,"first_op":2,"last_op":3}]}' |
+  xsched memplan | grep -q '"workspace_bytes":1024' || fail "two disjoint tensors should share 1024 bytes"
+
 # xcost predict answers layouts line by line.
 printf '%s\n' '{"sizes":[64,64],"strides":[1,64],"dtype":"float32","device":"cpu"}' \
   '{"sizes":[8,8],"strides":[8,1],"dtype":"float32"}' |

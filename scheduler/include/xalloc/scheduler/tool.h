@@ -1,6 +1,7 @@
 // xsched as a function: options in a plain struct, an exit code out (see main.cpp for the flags).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,17 @@ struct XschedOptions {
 };
 
 int runXsched(const XschedOptions& options);
+
+/// `xsched memplan`: a static memory plan for a tensor list or a profile.
+struct MemplanOptions {
+  std::string input;  // {"tensors":[...]} or profile.json; "" or "-" = stdin
+  std::string output; // "" or "-" = stdout
+  std::int64_t alignment = 64;
+  std::optional<std::string> budget; // "512M": exit 2 with the numbers when the plan needs more
+  int search_iterations = -1;
+};
+
+int runMemplan(const MemplanOptions& options);
 
 /// Parses a byte count with an optional K/M/G/T suffix (powers of 1024). nullopt if malformed.
 std::optional<std::int64_t> parseBytes(const std::string& text);
