@@ -7,6 +7,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/memplan/best_fit.h"
+#include "xalloc/memplan/instances.h"
 #include "xalloc/memplan/liveness.h"
 #include "xalloc/memplan/planner.h"
 
@@ -211,5 +212,25 @@ TEST(Planner, BadInputAndBudgets) {
   } catch (const OutOfMemory& e) {
     EXPECT_EQ(e.budget(), 1500);
     EXPECT_NE(std::string(e.what()).find(std::to_string(p.workspace_bytes)), std::string::npos);
+  }
+}
+
+// The quality goals (workspace / lower bound: geometric mean <= 1.03, worst <= 1.10) on seeded
+// instances. The search is deterministic, so this cannot flake.
+TEST(Planner, MeetsTheQualityGoalsOnSeededInstances) {
+  for (auto make : {networkDagInstance, randomDagInstance}) {
+    double log_sum = 0, worst = 0, greedy_log_sum = 0;
+    const int count = 100;
+    for (int i = 0; i < count; ++i) {
+      auto ts = make(1000 + static_cast<std::uint64_t>(i), 20 + (i * 37) % 400);
+      Plan p = planMemory(ts);
+      ASSERT_EQ(verifyPlan(ts, p), "");
+      log_sum += std::log(p.ratio());
+      worst = std::max(worst, p.ratio());
+      greedy_log_sum += std::log(planGreedyBySize(ts).ratio());
+    }
+    EXPECT_LE(std::exp(log_sum / count), 1.03);
+    EXPECT_LE(worst, 1.10);
+    EXPECT_LT(log_sum, greedy_log_sum); // the portfolio and search beat greedy-by-size alone
   }
 }
