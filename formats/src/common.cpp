@@ -191,8 +191,10 @@ json toJson(const Op& v) {
               {"source", toJson(v.source)},
               {"anchor", toJson(v.anchor)},
               {"scope", v.scope},
+              {"start_ms", roundMs(v.start_ms)},
               {"duration_ms", roundMs(v.duration_ms)},
               {"duration_spread_ms", roundMs(v.duration_spread_ms)},
+              {"noisy", v.noisy},
               {"utilization", std::round(v.utilization * 1e4) / 1e4},
               {"inputs", v.inputs},
               {"outputs", v.outputs}};
@@ -207,7 +209,9 @@ Op readOp(const JsonReader& r) {
   if (auto a = r.find("anchor"))
     o.anchor = readAnchor(*a);
   o.scope = r.getString("scope", "");
+  o.start_ms = r.find("start_ms") ? r.at("start_ms").toNonNegative() : 0;
   o.duration_ms = r.at("duration_ms").toNonNegative();
+  o.noisy = r.getBool("noisy", false);
   o.duration_spread_ms =
       r.find("duration_spread_ms") ? r.at("duration_spread_ms").toNonNegative() : 0;
   o.utilization = r.getNumber("utilization", 0);
@@ -222,7 +226,9 @@ json toJson(const IdleEvent& v) {
   return json{{"id", v.id},
               {"before_op_id", v.before_op_id},
               {"after_op_id", v.after_op_id},
+              {"start_ms", roundMs(v.start_ms)},
               {"duration_ms", roundMs(v.duration_ms)},
+              {"spare_cores", std::round(v.spare_cores * 1e4) / 1e4},
               {"device", v.device},
               {"kind", v.kind}};
 }
@@ -232,7 +238,9 @@ IdleEvent readIdleEvent(const JsonReader& r) {
   e.id = r.at("id").toCount();
   e.before_op_id = r.at("before_op_id").toCount();
   e.after_op_id = r.at("after_op_id").toCount();
+  e.start_ms = r.find("start_ms") ? r.at("start_ms").toNonNegative() : 0;
   e.duration_ms = r.at("duration_ms").toNonNegative();
+  e.spare_cores = r.find("spare_cores") ? r.at("spare_cores").toNonNegative() : 0;
   e.device = r.getString("device", "cpu");
   e.kind = r.getString("kind", "");
   return e;
@@ -250,6 +258,8 @@ json toJson(const ConversionCost& v) {
   j["samples_ms"] = samples;
   j["median_ms"] = roundMs(v.median_ms);
   j["spread_ms"] = roundMs(v.spread_ms);
+  j["noisy"] = v.noisy;
+  j["source"] = v.source;
   return j;
 }
 
@@ -259,6 +269,8 @@ ConversionCost readConversionCost(const JsonReader& r) {
   c.samples_ms = r.at("samples_ms").toNumberVector();
   c.median_ms = r.at("median_ms").toNonNegative();
   c.spread_ms = r.find("spread_ms") ? r.at("spread_ms").toNonNegative() : 0;
+  c.noisy = r.getBool("noisy", false);
+  c.source = r.getString("source", "model");
   for (std::size_t i = 0; i < c.samples_ms.size(); ++i)
     if (c.samples_ms[i] < 0)
       r.at("samples_ms").at(i).fail("expected a non-negative time");

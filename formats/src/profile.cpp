@@ -75,6 +75,11 @@ json toJson(const ConsumerTiming& c) {
   putOptionalMs(j, "time_contiguous_spread_ms", c.time_contiguous_spread_ms);
   putOptionalMs(j, "time_noncontiguous_ms", c.time_noncontiguous_ms);
   putOptionalMs(j, "time_noncontiguous_spread_ms", c.time_noncontiguous_spread_ms);
+  if (c.delta_ms)
+    j["delta_ms"] = roundMs(*c.delta_ms);
+  putOptionalMs(j, "delta_spread_ms", c.delta_spread_ms);
+  if (c.noisy)
+    j["noisy"] = true;
   if (!c.note.empty())
     j["note"] = c.note;
   return j;
@@ -99,9 +104,12 @@ ConsumerTiming readConsumer(const JsonReader& r) {
   c.time_contiguous_spread_ms = optionalMs(r, "time_contiguous_spread_ms");
   c.time_noncontiguous_ms = optionalMs(r, "time_noncontiguous_ms");
   c.time_noncontiguous_spread_ms = optionalMs(r, "time_noncontiguous_spread_ms");
+  c.delta_ms = r.getOptionalNumber("delta_ms");
+  c.delta_spread_ms = optionalMs(r, "delta_spread_ms");
   c.identical_output = r.getBool("identical_output", true);
   c.same_output_layout = r.getBool("same_output_layout", true);
   c.accepts_noncontiguous = r.getBool("accepts_noncontiguous", true);
+  c.noisy = r.getBool("noisy", false);
   c.note = r.getString("note", "");
   return c;
 }
@@ -174,7 +182,12 @@ json toJson(const Profile& p) {
                    {"warmup", p.settings.warmup},
                    {"repeats", p.settings.repeats},
                    {"seed", p.settings.seed},
-                   {"inputs", inputs}};
+                   {"inputs", inputs},
+                   {"input_file", p.settings.input_file},
+                   {"sweep", p.settings.sweep},
+                   {"timing_db", p.settings.timing_db},
+                   {"db_hits", p.settings.db_hits},
+                   {"db_misses", p.settings.db_misses}};
   j["ops"] = json::array();
   for (const auto& op : p.ops)
     j["ops"].push_back(toJson(op));
@@ -203,6 +216,11 @@ Profile readProfile(const JsonReader& r) {
     p.settings.seed = s->getInt("seed", 0);
     if (auto in = s->find("inputs"))
       in->forEach([&](const JsonReader& e) { p.settings.inputs.push_back(readInputSpec(e)); });
+    p.settings.input_file = s->getString("input_file", "");
+    p.settings.sweep = s->getBool("sweep", false);
+    p.settings.timing_db = s->getString("timing_db", "");
+    p.settings.db_hits = s->getInt("db_hits", 0);
+    p.settings.db_misses = s->getInt("db_misses", 0);
   }
   std::set<std::int64_t> op_ids;
   r.at("ops").forEach([&](const JsonReader& e) {

@@ -72,7 +72,7 @@ double measureCopyBandwidthGbps() {
   return s.median_ms > 0 ? static_cast<double>(bytes) / (s.median_ms * 1e-3) / 1e9 : 0.0;
 }
 
-formats::DeviceInfo describeCpu() {
+formats::DeviceInfo describeCpu(bool measure_bandwidth) {
   formats::DeviceInfo d;
   d.type = "cpu";
   d.name = cpuName();
@@ -81,7 +81,8 @@ formats::DeviceInfo describeCpu() {
   d.caches.l1d_bytes = cacheSize(1, true);
   d.caches.l2_bytes = cacheSize(2, false);
   d.caches.l3_bytes = cacheSize(3, false);
-  d.copy_bandwidth_gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
+  if (measure_bandwidth)
+    d.copy_bandwidth_gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
   return d;
 }
 

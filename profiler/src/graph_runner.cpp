@@ -261,8 +261,10 @@ struct GraphRunner::Impl {
       auto t0 = std::chrono::steady_clock::now();
       const auto& obj = get(env, n->input(0)).toObjectRef();
       env[n->output()] = obj.getAttr(n->s(c10::attr::name));
-      if (o.time_ops && t)
+      if (o.time_ops && t) {
         t->op_ms[id] += msSince(t0);
+        t->op_start_ms[id] = std::chrono::duration<double, std::milli>(t0 - t->run_start).count();
+      }
       return;
     }
     case c10::prim::SetAttr: {
@@ -278,6 +280,8 @@ struct GraphRunner::Impl {
       stack.push_back(get(env, in));
     double cpu0 = o.cpu_time ? processCpuMs() : 0;
     auto t0 = std::chrono::steady_clock::now();
+    if (o.time_ops && t)
+      t->op_start_ms[id] = std::chrono::duration<double, std::milli>(t0 - t->run_start).count();
     if (isBuiltin(n))
       runBuiltin(n, stack);
     else
@@ -307,6 +311,8 @@ std::vector<c10::IValue> GraphRunner::run(const std::vector<c10::IValue>& inputs
   if (trace) {
     trace->op_ms.assign(impl_->index.ops().size(), 0.0);
     trace->op_cpu_ms.assign(impl_->index.ops().size(), 0.0);
+    trace->op_start_ms.assign(impl_->index.ops().size(), -1.0);
+    trace->run_start = std::chrono::steady_clock::now();
   }
   Impl::Env env;
   for (std::size_t i = 0; i < inputs.size(); ++i)

@@ -41,9 +41,8 @@ TimingStats timeRepeated(const std::function<void()>& f, int warmup, int repeats
   return summarize(std::move(samples));
 }
 
-std::pair<TimingStats, TimingStats> timeInterleaved(const std::function<void()>& a,
-                                                    const std::function<void()>& b, int warmup,
-                                                    int repeats) {
+PairedTiming timeInterleaved(const std::function<void()>& a, const std::function<void()>& b,
+                             int warmup, int repeats) {
   for (int i = 0; i < warmup; ++i) {
     a();
     b();
@@ -65,7 +64,10 @@ std::pair<TimingStats, TimingStats> timeInterleaved(const std::function<void()>&
       timeOne(a, sa);
     }
   }
-  return {summarize(std::move(sa)), summarize(std::move(sb))};
+  std::vector<double> delta(sa.size());
+  for (std::size_t i = 0; i < sa.size(); ++i)
+    delta[i] = sb[i] - sa[i];
+  return {summarize(std::move(sa)), summarize(std::move(sb)), summarize(std::move(delta))};
 }
 
 double processCpuMs() {

@@ -1,5 +1,6 @@
-// profileModel: op timings, value records with layouts and lifetimes, conversion costs, and
-// consumer re-runs with both layouts.
+// profileModel: op timings, value records with layouts and lifetimes, idle windows, conversion
+// costs, consumer re-runs with both layouts, and the optional sweep; measurements already in
+// the timing database are reused.
 #include "xalloc/profiler/profiler.h"
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/version.h>
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
@@ -18,6 +21,11 @@
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/progress.h"
+#include "xalloc/profiler/signature.h"
+#include "xalloc/profiler/sweep.h"
+#include "xalloc/profiler/timing_db.h"
+#include "xalloc/profiler/trace.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/torch_compat.h"
 #include "xalloc/tspass/graph_index.h"
@@ -48,48 +56,141 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
   return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
 
+// A measurement is noisy when its spread exceeds a quarter of its median.
+bool isNoisy(const TimingStats& s) {
+  return s.samples_ms.size() >= 5 && s.iqr_ms > 0.25 * s.median_ms;
+}
+
+std::string repeatsTag(int warmup, int repeats) {
+  return "|w" + std::to_string(warmup) + "r" + std::to_string(repeats);
+}
+
+// Tensors saved with torch.save: one tensor, or a tuple or list of inputs.
+std::vector<c10::IValue> loadInputFile(const std::string& path) {
+  std::string bytes = readFile(path);
+  c10::IValue v;
+  try {
+    v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " +
+                               what.substr(0, what.find('\n')));
+  }
+  if (v.isTuple())
+    return v.toTupleRef().elements().vec();
+  if (v.isList())
+    return v.toListRef().vec();
+  return {v};
+}
+
 class Profiler {
 public:
-  explicit Profiler(const ProfileOptions& o) : o_(o) {}
+  explicit Profiler(const ProfileOptions& o) : o_(o), progress_(o.progress) {}
 
   formats::Profile run() {
     if (o_.iterations < 1 || o_.repeats < 1 || o_.warmup < 0)
       throw InputError("xprof", "--iterations and --repeats must be at least 1");
+    if (o_.sweep && o_.sweep_count < 1)
+      throw InputError("xprof", "--sweep-count must be at least 1");
     if (o_.threads > 0)
       at::set_num_threads(o_.threads);
+    progress_.phase("loading", 1);
     tspass::LoadedModel model = tspass::loadModel(o_.model);
     p_.tool_version = kVersion;
     p_.model.path = o_.model;
     p_.model.sha256 = model.sha256;
     p_.model.format = "torchscript";
     p_.model.method = o_.method;
-
-    auto specs = o_.inputs.empty() ? specFromExtraFiles(model.extra_files, o_.model) : o_.inputs;
-    p_.settings = {o_.iterations, o_.warmup, o_.repeats, o_.seed, specs};
     auto method = model.module.find_method(o_.method);
     if (!method)
       throw InputError(o_.model, "the model has no method '" + o_.method + "'");
+    prepareInputs(model);
+    p_.settings.iterations = o_.iterations;
+    p_.settings.warmup = o_.warmup;
+    p_.settings.repeats = o_.repeats;
+    p_.settings.seed = o_.seed;
+    p_.settings.sweep = o_.sweep;
+
     // Profile an inlined copy: the module's own graph stays untouched.
     graph_ = method->graph()->copy();
     torch::jit::Inline(*graph_);
     index_ = std::make_unique<tspass::GraphIndex>(*graph_);
     tspass::MutationInfo mutation(graph_);
     runner_ = std::make_unique<GraphRunner>(*index_);
-    inputs_ = methodInputs(model.module, o_.method,
-                           makeInputs(specs, static_cast<std::uint64_t>(o_.seed)), o_.model);
 
-    p_.device = describeCpu();
-    timeOps();
-    GraphRunner::Trace capture;
+    p_.device = describeCpu(/*measure_bandwidth=*/false);
+    openDb();
+    p_.device.copy_bandwidth_gbps = cachedBandwidth();
+
+    GraphRunner::Trace capture; // the first run: it also fails early on a broken model
+
     runModel({/*keep_values=*/true, false, false}, &capture);
+    timeOps(capture);
     buildRecords(capture, mutation);
     measureConversions(capture);
     if (o_.measure_consumers)
       measureConsumers(capture);
+    if (o_.sweep)
+      measureSweep();
+    findIdleWindows();
+    progress_.finish();
+    if (db_) {
+      db_->commit();
+      p_.settings.timing_db = db_->path();
+      p_.settings.db_hits = db_->hits();
+      p_.settings.db_misses = db_->misses();
+    }
+    if (!o_.trace_path.empty())
+      writeChromeTrace(o_.trace_path, p_, timeline_);
     return std::move(p_);
   }
 
 private:
+  void prepareInputs(tspass::LoadedModel& model) {
+    std::vector<c10::IValue> tensors;
+    if (!o_.input_file.empty()) {
+      tensors = loadInputFile(o_.input_file);
+      p_.settings.input_file = o_.input_file;
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (tensors[i].isTensor()) {
+          const at::Tensor& t = tensors[i].toTensor();
+          p_.settings.inputs.push_back({"input" + std::to_string(i), t.sizes().vec(),
+                                        compat::dtypeName(t.scalar_type()), std::nullopt,
+                                        std::nullopt});
+        }
+    } else {
+      p_.settings.inputs =
+          o_.inputs.empty() ? specFromExtraFiles(model.extra_files, o_.model) : o_.inputs;
+      tensors = makeInputs(p_.settings.inputs, static_cast<std::uint64_t>(o_.seed));
+    }
+    inputs_ = methodInputs(model.module, o_.method, std::move(tensors), o_.model);
+  }
+
+  // The device fingerprint scopes the database: measurements from another CPU, core count,
+  // thread count or cache size never count here.
+  void openDb() {
+    if (!o_.use_db)
+      return;
+    const auto& d = p_.device;
+    std::string device =
+        d.type + "|" + d.name + "|cores=" + std::to_string(d.cores) +
+        "|threads=" + std::to_string(d.threads) + "|caches=" + std::to_string(d.caches.l1d_bytes) +
+        "," + std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
+    std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion;
+    db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
+                                     device, library);
+  }
+
+  double cachedBandwidth() {
+    if (db_)
+      if (auto hit = db_->get("copy-bandwidth"))
+        return hit->aux;
+    const double gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
+    if (db_)
+      db_->put("copy-bandwidth", {{}, gbps});
+    return gbps;
+  }
+
   // One run of the whole graph; a failure of the model itself becomes a clear InputError.
   void runModel(const GraphRunner::Options& options, GraphRunner::Trace* trace) {
     try {
@@ -103,22 +204,68 @@ private:
     }
   }
 
-  // Whole-graph runs: warm-up, then per-op wall times (median over iterations) and one run with
-  // process CPU time per op for utilization.
-  void timeOps() {
-    const std::size_t n = index_->ops().size();
-    for (int i = 0; i < o_.warmup; ++i)
-      runModel({}, nullptr);
-    std::vector<std::vector<double>> samples(n);
-    GraphRunner::Trace t;
-    for (int it = 0; it < o_.iterations; ++it) {
-      runModel({false, /*time_ops=*/true, false}, &t);
-      for (std::size_t i = 0; i < n; ++i)
-        samples[i].push_back(t.op_ms[i]);
+  std::vector<c10::IValue> inputsOf(const Node* n, const GraphRunner::Trace& t) const {
+    std::vector<c10::IValue> in;
+    for (const Value* v : n->inputs()) {
+      if (!runner_->hasValue(t, v))
+        return {};
+      in.push_back(runner_->valueOf(t, v));
     }
-    GraphRunner::Trace cpu;
-    runModel({false, true, /*cpu_time=*/true}, &cpu);
+    return in;
+  }
+
+  // Per-op median wall time over `iterations` runs and utilization from process CPU time, both
+  // reused from the database when every executed op is there; then one timeline run for the
+  // start times and the gaps between ops.
+  void timeOps(const GraphRunner::Trace& capture) {
+    const std::size_t n = index_->ops().size();
+    std::vector<std::string> keys(n);
+    std::vector<std::optional<StoredTiming>> cached(n);
+    bool complete = db_ != nullptr;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Node* node = index_->ops()[i];
+      if (node->kind() == c10::prim::If || node->kind() == c10::prim::Loop)
+        continue; // their time is their blocks' ops
+      auto in = inputsOf(node, capture);
+      const bool executed = !in.empty() || node->inputs().empty();
+      if (!executed)
+        continue; // in a branch the example inputs did not take
+      if (index_->inLoop(static_cast<std::int64_t>(i))) {
+        complete = false; // runs several times with different arguments: always measured
+        continue;
+      }
+      keys[i] = "op|" + opSignature(node, in) + "|it" + std::to_string(o_.iterations);
+      if (db_)
+        cached[i] = db_->get(keys[i]);
+      complete = complete && cached[i].has_value();
+    }
+    std::vector<TimingStats> stats(n);
+    if (complete) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (cached[i])
+          stats[i] = cached[i]->stats;
+    } else {
+      progress_.phase("timing ops", static_cast<std::size_t>(o_.warmup + o_.iterations));
+      for (int i = 0; i < o_.warmup; ++i) {
+        runModel({}, nullptr);
+        progress_.tick(static_cast<std::size_t>(i + 1));
+      }
+      std::vector<std::vector<double>> samples(n);
+      GraphRunner::Trace t;
+      for (int it = 0; it < o_.iterations; ++it) {
+        runModel({false, /*time_ops=*/true, false}, &t);
+        for (std::size_t i = 0; i < n; ++i)
+          samples[i].push_back(t.op_ms[i]);
+        progress_.tick(static_cast<std::size_t>(o_.warmup + it + 1));
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        stats[i] = summarize(samples[i]);
+    }
+    // The timeline run: start times (and process CPU time per op, unless cached).
+    GraphRunner::Trace line;
+    runModel({false, /*time_ops=*/true, /*cpu_time=*/!complete}, &line);
     const double cores = static_cast<double>(p_.device.cores);
+    timeline_.assign(n, OpTiming{});
     for (std::size_t i = 0; i < n; ++i) {
       const Node* node = index_->ops()[i];
       formats::Op op;
@@ -127,12 +274,17 @@ private:
       op.source = index_->source(op.id).loc;
       op.anchor = index_->anchor(op.id);
       op.scope = index_->scope(op.id);
-      TimingStats s = summarize(samples[i]);
-      op.duration_ms = s.median_ms;
-      op.duration_spread_ms = s.iqr_ms;
-      op.utilization = cpu.op_ms[i] > 0.001
-                           ? std::clamp(cpu.op_cpu_ms[i] / (cpu.op_ms[i] * cores), 0.0, 1.0)
-                           : 0.0;
+      op.duration_ms = stats[i].median_ms;
+      op.duration_spread_ms = stats[i].iqr_ms;
+      op.noisy = isNoisy(stats[i]);
+      op.start_ms = std::max(0.0, line.op_start_ms[i]);
+      timeline_[i] = {line.op_start_ms[i], line.op_ms[i]};
+      if (complete && cached[i])
+        op.utilization = cached[i]->aux;
+      else if (line.op_ms[i] > 0.001)
+        op.utilization = std::clamp(line.op_cpu_ms[i] / (line.op_ms[i] * cores), 0.0, 1.0);
+      if (db_ && !complete && !keys[i].empty())
+        db_->put(keys[i], {stats[i], op.utilization});
       for (const Value* v : node->inputs())
         if (v->type()->cast<c10::TensorType>() && index_->valueId(v) >= 0)
           op.inputs.push_back(index_->valueId(v));
@@ -141,6 +293,8 @@ private:
           op.outputs.push_back(index_->valueId(v));
       p_.ops.push_back(std::move(op));
     }
+    if (db_)
+      db_->commit();
   }
 
   std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) const {
@@ -208,7 +362,6 @@ private:
         r.producer_op = index_->opId(p);
         r.output_index = static_cast<std::int64_t>(v->offset());
         r.origin = p->kind() == c10::prim::GetAttr ? "attribute" : "op";
-        r.first_use = *r.producer_op;
       }
       if (r.producer_op)
         r.first_use = *r.producer_op;
@@ -248,30 +401,82 @@ private:
     }
   }
 
-  void measureConversions(const GraphRunner::Trace& t) {
-    std::map<std::string, formats::ConversionCost> table;
-    for (const Record& r : p_.records) {
-      if (r.contiguous || r.layout.numel() == 0 || table.count(r.layout.key()))
-        continue;
-      const at::Tensor& tensor = runner_->valueOf(t, index_->values()[r.id]).toTensor();
-      TimingStats s = timeRepeated([&] { (void)tensor.contiguous(); }, o_.warmup, o_.repeats);
-      formats::ConversionCost c;
-      c.layout = r.layout;
-      c.samples_ms = s.samples_ms;
-      c.median_ms = s.median_ms;
-      c.spread_ms = s.iqr_ms;
-      table.emplace(r.layout.key(), std::move(c));
+  // Median time of `tensor.contiguous()`, from the database or measured.
+  formats::ConversionCost conversionCost(const at::Tensor& tensor, const std::string& source,
+                                         int warmup, int repeats) {
+    const std::string key = "conversion|" + layoutSignature(tensor) + repeatsTag(warmup, repeats);
+    std::optional<StoredTiming> hit = db_ ? db_->get(key) : std::nullopt;
+    TimingStats s;
+    if (hit) {
+      s = hit->stats;
+    } else {
+      s = timeRepeated([&] { (void)tensor.contiguous(); }, warmup, repeats);
+      if (db_)
+        db_->put(key, {s, 0});
     }
-    for (auto& [key, c] : table)
-      p_.conversion_cost_table.push_back(std::move(c));
+    formats::ConversionCost c;
+    c.layout = layoutOf(tensor);
+    c.samples_ms = s.samples_ms;
+    c.median_ms = s.median_ms;
+    c.spread_ms = s.iqr_ms;
+    c.noisy = isNoisy(s);
+    c.source = source;
+    return c;
+  }
+
+  void measureConversions(const GraphRunner::Trace& t) {
+    std::map<std::string, const Record*> todo;
+    for (const Record& r : p_.records)
+      if (!r.contiguous && r.layout.numel() > 0)
+        todo.emplace(r.layout.key(), &r);
+    progress_.phase("measuring conversions", todo.size());
+    std::size_t done = 0;
+    for (const auto& [key, r] : todo) {
+      const at::Tensor& tensor =
+          runner_->valueOf(t, index_->values()[static_cast<std::size_t>(r->id)]).toTensor();
+      p_.conversion_cost_table.push_back(conversionCost(tensor, "model", o_.warmup, o_.repeats));
+      progress_.tick(++done);
+    }
+    if (db_)
+      db_->commit();
+  }
+
+  void measureSweep() {
+    const std::int64_t max_bytes =
+        o_.sweep_max_bytes > 0 ? o_.sweep_max_bytes : defaultSweepMaxBytes();
+    auto layouts = sweepLayouts(static_cast<std::uint64_t>(o_.seed) + 1, o_.sweep_count, max_bytes);
+    std::set<std::string> seen;
+    for (const auto& c : p_.conversion_cost_table)
+      seen.insert(c.key());
+    progress_.phase("sweeping layouts", layouts.size());
+    std::size_t done = 0;
+    for (const auto& l : layouts) {
+      at::Tensor view = l.materialize();
+      // Large copies are stable after a few samples; small ones need the full count.
+      const bool large = l.bytes > (std::int64_t{16} << 20);
+      auto c = conversionCost(view, "sweep", large ? 1 : o_.warmup,
+                              large ? std::min(o_.repeats, 5) : o_.repeats);
+      if (seen.insert(c.key()).second)
+        p_.conversion_cost_table.push_back(std::move(c));
+      progress_.tick(++done);
+      if (db_ && done % 32 == 0)
+        db_->commit();
+    }
+    if (db_)
+      db_->commit();
   }
 
   // Re-runs each consumer of a value in isolation with the value as it is and with the other
   // layout: made contiguous for a non-contiguous value; for the output of an existing
   // aten::contiguous, the conversion's (non-contiguous) input instead.
   void measureConsumers(const GraphRunner::Trace& t) {
+    std::size_t total = 0;
+    for (const Record& r : p_.records)
+      total += r.consumers.size();
+    progress_.phase("re-running consumers", total);
+    std::size_t done = 0;
     for (Record& r : p_.records) {
-      const Value* v = index_->values()[r.id];
+      const Value* v = index_->values()[static_cast<std::size_t>(r.id)];
       const at::Tensor& tensor = runner_->valueOf(t, v).toTensor();
       at::Tensor other;
       bool to_contiguous = false;
@@ -280,45 +485,98 @@ private:
         to_contiguous = true;
       } else if (v->node()->kind() == c10::aten::contiguous) {
         const at::Tensor& src = runner_->valueOf(t, v->node()->input(0)).toTensor();
-        if (src.is_contiguous())
+        if (src.is_contiguous()) {
+          done += r.consumers.size();
           continue; // a no-op conversion: consumers see the very same tensor
+        }
         other = src;
       } else {
+        done += r.consumers.size();
         continue;
       }
-      for (auto& c : r.consumers)
+      for (auto& c : r.consumers) {
         measureConsumer(t, v, other, to_contiguous, c);
+        progress_.tick(++done);
+      }
+      if (db_)
+        db_->commit();
     }
+  }
+
+  // The op that really reads a value: the consumer itself, or, when the consumer only builds a
+  // list or tuple (torch.cat([a, b])), the one op that reads that list.
+  const Node* readerOf(const Node* user, std::string* via) const {
+    if (user->kind() != c10::prim::ListConstruct && user->kind() != c10::prim::TupleConstruct)
+      return user;
+    const auto& uses = user->output()->uses();
+    if (uses.size() != 1)
+      return nullptr;
+    *via = std::string("measured through ") + user->kind().toQualString();
+    return uses.front().user;
   }
 
   void measureConsumer(const GraphRunner::Trace& t, const Value* v, const at::Tensor& other,
                        bool to_contiguous, formats::ConsumerTiming& c) {
     const Node* user = index_->ops()[static_cast<std::size_t>(c.op_id)];
-    if (!GraphRunner::canRunInIsolation(user)) {
-      c.note = user->kind().ns() == c10::namespaces::aten
+    std::string via;
+    const Node* reader = readerOf(user, &via);
+    if (!reader) {
+      c.note = std::string("builds a ") + user->kind().toQualString() +
+               " read by several ops; not re-run";
+      return;
+    }
+    if (!GraphRunner::canRunInIsolation(reader)) {
+      c.note = reader->kind().ns() == c10::namespaces::aten
                    ? "mutates an input or has side effects; not re-run"
                    : "not an aten op; not re-run in isolation";
       return;
     }
-    for (const Value* in : user->inputs())
-      if (!runner_->hasValue(t, in)) {
-        c.note = "not executed with the example inputs (a branch not taken)";
-        return;
-      }
+    for (const Node* n : {user, reader})
+      for (const Value* in : n->inputs())
+        if (!runner_->hasValue(t, in)) {
+          c.note = "not executed with the example inputs (a branch not taken)";
+          return;
+        }
+    // The reader's inputs as they were, and with v swapped for the other layout (inside the
+    // list when the reader takes a list).
     torch::jit::Stack as_is, swapped;
-    for (const Value* in : user->inputs()) {
+    std::string swap_at;
+    for (std::size_t i = 0; i < reader->inputs().size(); ++i) {
+      const Value* in = reader->input(i);
       as_is.push_back(runner_->valueOf(t, in));
-      swapped.push_back(in == v ? c10::IValue(other) : as_is.back());
+      if (in == v) {
+        swapped.push_back(c10::IValue(other));
+        swap_at += std::to_string(i) + ",";
+      } else if (reader != user && in == user->output()) {
+        std::vector<c10::IValue> elems;
+        for (std::size_t k = 0; k < user->inputs().size(); ++k) {
+          const Value* e = user->input(k);
+          elems.push_back(e == v ? c10::IValue(other) : runner_->valueOf(t, e));
+          if (e == v)
+            swap_at += std::to_string(i) + "." + std::to_string(k) + ",";
+        }
+        if (user->kind() == c10::prim::TupleConstruct) {
+          swapped.emplace_back(c10::ivalue::Tuple::create(std::move(elems)));
+        } else {
+          c10::impl::GenericList list(
+              user->output()->type()->expectRef<c10::ListType>().getElementType());
+          for (auto& e : elems)
+            list.push_back(std::move(e));
+          swapped.emplace_back(std::move(list));
+        }
+      } else {
+        swapped.push_back(as_is.back());
+      }
     }
     std::vector<c10::IValue> out_a, out_b;
     try {
-      out_a = runner_->runOp(user, as_is);
+      out_a = runner_->runOp(reader, as_is);
     } catch (const std::exception&) {
       c.note = "failed when re-run in isolation";
       return;
     }
     try {
-      out_b = runner_->runOp(user, swapped);
+      out_b = runner_->runOp(reader, swapped);
     } catch (const std::exception&) {
       if (to_contiguous) {
         c.note = "failed with a contiguous input";
@@ -328,12 +586,33 @@ private:
       }
       return;
     }
+    // Correctness is checked on every run; only the timings come from the database.
     c.identical_output = bitwiseEqual(out_a, out_b);
     c.same_output_layout = sameLayout(out_a, out_b);
-    auto [a, b] =
-        timeInterleaved([&] { (void)runner_->runOp(user, as_is); },
-                        [&] { (void)runner_->runOp(user, swapped); }, o_.warmup, o_.repeats);
+    const std::string key = "consumer|" + opSignature(reader, as_is) + "|swap:" + swap_at + "|" +
+                            layoutSignature(other) + repeatsTag(o_.warmup, o_.repeats);
+    std::optional<StoredTiming> a_hit = db_ ? db_->get(key + "|a") : std::nullopt;
+    std::optional<StoredTiming> b_hit = a_hit && db_ ? db_->get(key + "|b") : std::nullopt;
+    std::optional<StoredTiming> d_hit = b_hit && db_ ? db_->get(key + "|d") : std::nullopt;
+    PairedTiming m;
+    if (a_hit && b_hit && d_hit) {
+      m = {a_hit->stats, b_hit->stats, d_hit->stats};
+    } else {
+      m = timeInterleaved([&] { (void)runner_->runOp(reader, as_is); },
+                          [&] { (void)runner_->runOp(reader, swapped); }, o_.warmup, o_.repeats);
+      if (db_) {
+        db_->put(key + "|a", {m.a, 0});
+        db_->put(key + "|b", {m.b, 0});
+        db_->put(key + "|d", {m.delta, 0});
+      }
+    }
+    const TimingStats& a = m.a;
+    const TimingStats& b = m.b;
+    c.delta_ms = m.delta.median_ms;
+    c.delta_spread_ms = m.delta.iqr_ms;
     c.measured = true;
+    c.noisy = isNoisy(a) || isNoisy(b);
+    c.note = via;
     c.time_as_is_ms = a.median_ms;
     c.time_as_is_spread_ms = a.iqr_ms;
     if (to_contiguous) {
@@ -345,12 +624,60 @@ private:
     }
   }
 
+  // Windows of spare capacity on the CPU. During an op, cores × (1 − utilization) cores are
+  // idle (an op that keeps one of two cores busy leaves one idle); between two ops only the
+  // interpreter's thread is busy. Work in a window around op k can start when the op before k
+  // is done and must be done before the op after k starts.
+  void findIdleWindows() {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < timeline_.size(); ++i)
+      if (timeline_[i].start_ms >= 0)
+        order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return timeline_[a].start_ms < timeline_[b].start_ms;
+    });
+    const double cores = static_cast<double>(p_.device.cores);
+    std::int64_t next_id = 0;
+    for (std::size_t k = 1; k + 1 < order.size(); ++k) {
+      const std::size_t prev = order[k - 1], cur = order[k], next = order[k + 1];
+      const double prev_end = timeline_[prev].start_ms + timeline_[prev].duration_ms;
+      const double gap = timeline_[cur].start_ms - prev_end;
+      if (gap >= o_.min_window_ms && cores > 1) {
+        formats::IdleEvent e;
+        e.id = next_id++;
+        e.after_op_id = static_cast<std::int64_t>(prev);
+        e.before_op_id = static_cast<std::int64_t>(cur);
+        e.start_ms = prev_end;
+        e.duration_ms = gap;
+        e.spare_cores = cores - 1;
+        e.kind = "host-gap";
+        p_.gpu_idle_events.push_back(e);
+      }
+      const formats::Op& op = p_.ops[cur];
+      const double spare = cores * (1.0 - op.utilization);
+      if (op.duration_ms >= o_.min_window_ms && spare >= 0.25) {
+        formats::IdleEvent e;
+        e.id = next_id++;
+        e.after_op_id = static_cast<std::int64_t>(prev);
+        e.before_op_id = static_cast<std::int64_t>(next);
+        e.start_ms = timeline_[cur].start_ms;
+        e.duration_ms = op.duration_ms;
+        e.spare_cores = spare;
+        e.kind = "cpu-spare";
+        p_.gpu_idle_events.push_back(e);
+      }
+    }
+  }
+
   const ProfileOptions& o_;
+  Progress progress_;
   formats::Profile p_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<tspass::GraphIndex> index_;
   std::unique_ptr<GraphRunner> runner_;
+  std::unique_ptr<TimingDb> db_;
   std::vector<c10::IValue> inputs_;
+  std::vector<OpTiming> timeline_;
 };
 
 } // namespace

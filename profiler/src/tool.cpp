@@ -26,7 +26,10 @@ int runXprof(XprofOptions o) {
       noncontig += !r.contiguous;
     std::cerr << "xprof: " << p.ops.size() << " ops, " << p.records.size() << " tensor values ("
               << noncontig << " non-contiguous), " << p.conversion_cost_table.size()
-              << " layouts measured -> " << o.output << "\n";
+              << " layouts measured, " << p.gpu_idle_events.size() << " idle windows";
+    if (!p.settings.timing_db.empty())
+      std::cerr << ", " << p.settings.db_hits << " measurements reused";
+    std::cerr << " -> " << o.output << "\n";
   }
   return kExitOk;
 }

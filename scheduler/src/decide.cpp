@@ -59,6 +59,23 @@ private:
   double se(double iqr) const { return medianStandardError(iqr, p_.settings.repeats); }
   static double sq(double x) { return x * x; }
 
+  // A decision must gain more than the noise (z standard errors), than an absolute floor, and
+  // than a fraction of the consumers' own time: gains below that do not repeat from run to run.
+  double marginFor(double var, double consumers_ms) const {
+    return std::max({o_.min_gain_ms, o_.z * std::sqrt(var), o_.min_relative_gain * consumers_ms});
+  }
+
+  // How much longer a consumer takes with the other layout, and the variance of that estimate:
+  // the paired difference when the profile has it (noise common to each pair cancels), else the
+  // difference of the two medians.
+  std::pair<double, double> layoutChange(const formats::ConsumerTiming& c, double other_ms,
+                                         const std::optional<double>& other_spread) const {
+    if (c.delta_ms)
+      return {*c.delta_ms, sq(se(c.delta_spread_ms.value_or(0)))};
+    return {other_ms - c.time_as_is_ms,
+            sq(se(c.time_as_is_spread_ms)) + sq(se(other_spread.value_or(0)))};
+  }
+
   // View ops only compute new sizes and strides: a contiguous input cannot make them faster.
   bool allViews(const std::vector<std::int64_t>& ops) const {
     static const std::set<std::string> views = {
@@ -97,7 +114,7 @@ private:
       return d;
     }
     d.predicted_cost_ms = cost->ms;
-    double saving = 0;
+    double saving = 0, served_ms = 0;
     double var = sq(se(cost->spread_ms));
     std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0;
     std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
@@ -120,15 +137,18 @@ private:
         continue;
       }
       candidates.push_back(c.op_id);
-      double gain = c.time_as_is_ms - *c.time_contiguous_ms;
+      const auto [delta, delta_var] =
+          layoutChange(c, *c.time_contiguous_ms, c.time_contiguous_spread_ms);
+      const double gain = -delta;
       if (gain <= 0)
         continue;
       saving += gain;
-      var += sq(se(c.time_as_is_spread_ms)) + sq(se(c.time_contiguous_spread_ms.value_or(0)));
+      var += delta_var;
+      served_ms += c.time_as_is_ms;
       d.consumers.push_back(c.op_id);
     }
     d.predicted_saving_ms = saving;
-    const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
+    const double margin = marginFor(var, served_ms);
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
@@ -181,6 +201,7 @@ private:
       return d;
     }
     double extra = 0; // how much longer the consumers take without the conversion
+    double served_ms = 0;
     double var = sq(se(conv.duration_spread_ms));
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
@@ -201,11 +222,14 @@ private:
         d.reason = name + "'s output changes layout without the conversion";
         return d;
       }
-      extra += *c.time_noncontiguous_ms - c.time_as_is_ms;
-      var += sq(se(c.time_as_is_spread_ms)) + sq(se(c.time_noncontiguous_spread_ms.value_or(0)));
+      const auto [delta, delta_var] =
+          layoutChange(c, *c.time_noncontiguous_ms, c.time_noncontiguous_spread_ms);
+      extra += delta;
+      var += delta_var;
+      served_ms += c.time_as_is_ms;
     }
     d.predicted_saving_ms = extra;
-    const double margin = std::max(o_.min_gain_ms, o_.z * std::sqrt(var));
+    const double margin = marginFor(var, served_ms);
     if (conv.duration_ms - extra <= margin) {
       d.reason = "the conversion (" + fmtMs(conv.duration_ms) + ") saves its consumers " +
                  fmtMs(extra) + "; removing it gains less than the noise margin " + fmtMs(margin);

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--z", o.z, "noise margin in standard errors of the measurements")
       ->capture_default_str();
+  app.add_option("--min-relative-gain", o.min_relative_gain,
+                 "smallest gain as a fraction of the affected consumers' time")
+      ->capture_default_str();
   auto* mb =
       app.add_option("--memory-budget", budget, "peak activation memory limit, e.g. 512M or 2G");
   xalloc::scheduler::MemplanOptions mp;

@@ -5,7 +5,7 @@ export PATH="$XALLOC_BIN:$PATH"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # Short measurement settings keep the suite fast; the benchmarks use the full ones.
-QUICK=(--iterations 3 --warmup 1 --repeats 7 -q)
+QUICK=(--iterations 3 --warmup 1 --repeats 7 -q --no-db)
 
 fail() {
   echo "FAIL: $*" >&2

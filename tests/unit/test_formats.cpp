@@ -65,7 +65,13 @@ Profile sampleProfile() {
   cc.samples_ms = {0.01, 0.02, 0.03};
   cc.median_ms = 0.02;
   p.conversion_cost_table.push_back(cc);
-  p.gpu_idle_events.push_back({0, 2, 1, 0.1, "cpu", "host-gap"});
+  formats::IdleEvent window;
+  window.before_op_id = 2;
+  window.after_op_id = 1;
+  window.duration_ms = 0.1;
+  window.spare_cores = 1;
+  window.kind = "cpu-spare";
+  p.gpu_idle_events.push_back(window);
   return p;
 }
 
@@ -217,7 +223,10 @@ TEST(Formats, ScheduleRejectsUnknownActionAndAsyncWithoutWindow) {
   d.action = Action::Async;
   d.window_id = 0;
   s.decisions.push_back(d);
-  s.gpu_idle_events.push_back({0, 0, 0, 1.0, "cpu", "gap"});
+  formats::IdleEvent window;
+  window.duration_ms = 1.0;
+  window.kind = "host-gap";
+  s.gpu_idle_events.push_back(window);
   json j = toJson(s);
   EXPECT_NO_THROW(scheduleFromJson(j, "s.json"));
   j["decisions"][0]["action"] = "later";

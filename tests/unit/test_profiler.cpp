@@ -36,6 +36,7 @@ profiler::ProfileOptions quickOptions(const std::string& name) {
   o.iterations = 3;
   o.warmup = 1;
   o.repeats = 5;
+  o.use_db = false; // each test measures for itself (the database has tests of its own)
   return o;
 }
 

@@ -87,22 +87,28 @@ struct Op {
   std::string kind;
   SourceLoc source;
   Anchor anchor;
-  std::string scope; // module instance path, e.g. "blocks.0.attn" (may be empty)
+  std::string scope;   // module instance path, e.g. "blocks.0.attn" (may be empty)
+  double start_ms = 0; // when the op started in the timeline run, from the start of the run
   double duration_ms = 0;
   double duration_spread_ms = 0;
+  bool noisy = false;                // spread above a quarter of the median: read with care
   double utilization = 0;            // busy fraction of the device's compute while the op ran, 0..1
   std::vector<std::int64_t> inputs;  // tensor value ids
   std::vector<std::int64_t> outputs; // tensor value ids
 };
 
-/// A window in which the compute device has spare capacity.
+/// A window in which the compute device has spare capacity. Work placed in it can start once op
+/// `after_op_id` has finished and must be done before op `before_op_id` starts. `spare_cores`
+/// says how much compute is idle meanwhile (CPU: cores not busy; GPU: 1 while the device idles).
 struct IdleEvent {
   std::int64_t id = 0;
   std::int64_t before_op_id = 0;
   std::int64_t after_op_id = 0;
+  double start_ms = 0;
   double duration_ms = 0;
+  double spare_cores = 0;
   std::string device = "cpu";
-  std::string kind;
+  std::string kind; // "cpu-spare" (during ops), "host-gap" (between ops), "gpu-gap"
 };
 
 /// Measured `.contiguous()` time of one layout.
@@ -110,7 +116,9 @@ struct ConversionCost {
   Layout layout;
   std::vector<double> samples_ms;
   double median_ms = 0;
-  double spread_ms = 0; // interquartile range of samples_ms
+  double spread_ms = 0;         // interquartile range of samples_ms
+  bool noisy = false;           // spread above a quarter of the median
+  std::string source = "model"; // "model": a value of the profiled run; "sweep": synthetic
   std::string key() const { return layout.key(); }
 };
 

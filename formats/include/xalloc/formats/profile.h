@@ -23,6 +23,10 @@ struct ConsumerTiming {
   /// With the source of an existing conversion instead (records produced by aten::contiguous).
   std::optional<double> time_noncontiguous_ms;
   std::optional<double> time_noncontiguous_spread_ms;
+  /// Median and IQR of the paired differences (other layout - as-is) of runs taken back to back:
+  /// the tightest estimate of what the layout changes. Negative: the other layout is faster.
+  std::optional<double> delta_ms;
+  std::optional<double> delta_spread_ms;
   /// Outputs with the other layout are bit-identical to the outputs as-is.
   bool identical_output = true;
   /// Outputs with the other layout also have the same sizes and strides: nothing downstream of
@@ -30,7 +34,8 @@ struct ConsumerTiming {
   bool same_output_layout = true;
   /// False when the op refuses the non-contiguous layout (e.g. aten::view raises).
   bool accepts_noncontiguous = true;
-  std::string note; // why it was not measured, when it was not
+  bool noisy = false; // a spread above a quarter of its median
+  std::string note;   // why it was not measured, when it was not
 };
 
 /// One tensor value of the profiled program.
@@ -68,6 +73,11 @@ struct ProfileSettings {
   std::int64_t repeats = 0;
   std::int64_t seed = 0;
   std::vector<InputSpec> inputs;
+  std::string input_file; // inputs loaded from this file instead of generated
+  bool sweep = false;
+  std::string timing_db; // "" when the database was not used
+  std::int64_t db_hits = 0;
+  std::int64_t db_misses = 0;
 };
 
 struct Profile {

@@ -13,7 +13,7 @@ int availableCpus();
 /// level cache achieves: median of several copies.
 double measureCopyBandwidthGbps();
 
-/// CPU name, core and thread counts, cache sizes and the copy bandwidth.
-formats::DeviceInfo describeCpu();
+/// CPU name, core and thread counts, cache sizes, and (unless asked not to) the copy bandwidth.
+formats::DeviceInfo describeCpu(bool measure_bandwidth = true);
 
 } // namespace xalloc::profiler

@@ -3,6 +3,7 @@
 // every intermediate value captured, and any single op re-run in isolation on captured inputs.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -26,8 +27,10 @@ public:
     bool cpu_time = false;    // process CPU time per op
   };
   struct Trace {
-    std::vector<double> op_ms;     // per op id, exclusive of nested blocks
-    std::vector<double> op_cpu_ms; // per op id
+    std::vector<double> op_ms;       // per op id, exclusive of nested blocks
+    std::vector<double> op_cpu_ms;   // per op id
+    std::vector<double> op_start_ms; // per op id, from the start of the run; -1: not executed
+    std::chrono::steady_clock::time_point run_start;
     std::unordered_map<const torch::jit::Value*, c10::IValue> values;
   };
 

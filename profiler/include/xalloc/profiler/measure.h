@@ -27,10 +27,15 @@ inline double msSince(std::chrono::steady_clock::time_point start) {
 /// Times `f` `repeats` times after `warmup` untimed calls.
 TimingStats timeRepeated(const std::function<void()>& f, int warmup, int repeats);
 
-/// Times `a` and `b` alternately (ABBA order) so both see the same conditions.
-std::pair<TimingStats, TimingStats> timeInterleaved(const std::function<void()>& a,
-                                                    const std::function<void()>& b, int warmup,
-                                                    int repeats);
+/// A/B timings taken alternately (A B, then B A, ...) so both see the same conditions, and the
+/// paired differences b - a of each adjacent pair: noise common to a pair cancels out of them,
+/// so their median estimates the difference far more tightly than the two medians do.
+struct PairedTiming {
+  TimingStats a, b, delta;
+};
+
+PairedTiming timeInterleaved(const std::function<void()>& a, const std::function<void()>& b,
+                             int warmup, int repeats);
 
 /// Process CPU time in ms (all threads).
 double processCpuMs();

@@ -13,16 +13,28 @@ struct ProfileOptions {
   std::string model;
   std::string method = "forward";
   std::vector<formats::InputSpec> inputs; // empty: the model's own example inputs
+  std::string input_file;                 // or tensors saved by torch.save (a tensor, tuple, list)
   int iterations = 10;                    // timed runs of the whole graph
   int warmup = 3;                         // untimed runs before any measurement
   int repeats = 15; // repetitions of each isolated measurement (conversions, consumers)
   int threads = 0;  // intra-op threads; 0 keeps libtorch's default
   std::int64_t seed = 0;
   bool measure_consumers = true;
+  // The synthetic conversion sweep.
+  bool sweep = false;
+  int sweep_count = 320;
+  std::int64_t sweep_max_bytes = 0; // 0: defaultSweepMaxBytes()
+  // The timing database.
+  bool use_db = true;
+  std::string db_path; // "": TimingDb::defaultPath()
+  // Output beside the profile.
+  std::string trace_path;      // a Chrome trace, "" for none
+  bool progress = false;       // a progress bar on stderr (only when it is a terminal)
+  double min_window_ms = 0.01; // shorter idle windows are not reported
 };
 
 /// Profiles a TorchScript model. Throws InputError for bad input (missing model, bad inputs,
-/// unsupported ops).
+/// unsupported ops, a model that fails); nothing is written then.
 formats::Profile profileModel(const ProfileOptions& options);
 
 } // namespace xalloc::profiler

@@ -14,6 +14,7 @@ struct XschedOptions {
   bool explain = false;
   double min_gain_ms = 0.0005;
   double z = 2.0;
+  double min_relative_gain = 0.02;
   std::optional<std::string> memory_budget; // "512M", "2G", "1048576"
 };
 

@@ -1,0 +1,57 @@
+// The timing database: measurements xprof has already taken, kept in SQLite and reused. Every
+// entry is scoped to a device fingerprint and a library version, so a measurement from another
+// machine, another thread count or another libtorch is never used. Keys name what was measured
+// (an op with its argument layouts, a conversion of a layout, a consumer with one input swapped).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "xalloc/profiler/measure.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace xalloc::profiler {
+
+/// One stored measurement: median and spread, the samples, and one auxiliary number (an op's
+/// utilization, for instance).
+struct StoredTiming {
+  TimingStats stats;
+  double aux = 0;
+};
+
+class TimingDb {
+public:
+  /// Opens (creating the file and its folder if needed) the database at `path`. Throws
+  /// InputError when it cannot. `device` and `library` scope every read and write.
+  TimingDb(const std::string& path, std::string device, std::string library);
+  ~TimingDb();
+  TimingDb(const TimingDb&) = delete;
+  TimingDb& operator=(const TimingDb&) = delete;
+
+  std::optional<StoredTiming> get(const std::string& key);
+  void put(const std::string& key, const StoredTiming& value);
+  /// Writes what was put so far (puts are batched in one transaction).
+  void commit();
+
+  std::int64_t hits() const { return hits_; }
+  std::int64_t misses() const { return misses_; }
+  const std::string& path() const { return path_; }
+
+  /// ~/.cache/xalloc/timings.sqlite (or $XDG_CACHE_HOME/xalloc/timings.sqlite).
+  static std::string defaultPath();
+
+private:
+  void exec(const char* sql);
+  void begin();
+  std::string path_, device_, library_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* get_ = nullptr;
+  sqlite3_stmt* put_ = nullptr;
+  bool in_transaction_ = false;
+  std::int64_t hits_ = 0, misses_ = 0;
+};
+
+} // namespace xalloc::profiler
