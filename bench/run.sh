@@ -25,6 +25,18 @@ PY
   xbench-latency "$model" "$OUT/$name.opt.pt" --runs "$RUNS"
 done
 
+echo "== profiling cost (in process)"
+xbench-profile "$SAMPLES/minigpt.pt" "$SAMPLES/shufflecnn.pt" "$SAMPLES/attention.pt"
+echo "== profiling cost (whole xprof commands, start-up included)"
+db="$OUT/bench-timings.sqlite"
+rm -f "$db"
+for name in minigpt attention; do
+  t0=$(date +%s.%N); xprof "$SAMPLES/$name.pt" -q --db "$db" -o /dev/null; t1=$(date +%s.%N)
+  xprof "$SAMPLES/$name.pt" -q --db "$db" -o /dev/null; t2=$(date +%s.%N)
+  python3 -c "import sys; a, b, c = map(float, sys.argv[1:]); print(f'{sys.argv[4]:<12} first {b-a:6.2f} s, second {c-b:6.2f} s, speedup {(b-a)/(c-b):4.1f}x')" "$t0" "$t1" "$t2" "$name"
+done
+rm -f "$db"
+
 echo "== memory planning"
 xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 

@@ -503,6 +503,18 @@ private:
     }
   }
 
+  // Ops that look at a tensor's metadata and never at its elements: no layout can make them
+  // faster, so they are not re-run.
+  static bool readsOnlyMetadata(const Node* n) {
+    static const std::set<std::string> kinds = {
+        "aten::size",      "aten::dim",           "aten::numel",
+        "aten::len",       "prim::device",        "prim::dtype",
+        "prim::layout",    "prim::requires_grad", "prim::is_cuda",
+        "aten::stride",    "aten::is_contiguous", "aten::__is__",
+        "aten::__isnot__", "prim::shape",         "aten::is_floating_point"};
+    return kinds.count(n->kind().toQualString()) > 0;
+  }
+
   // The op that really reads a value: the consumer itself, or, when the consumer only builds a
   // list or tuple (torch.cat([a, b])), the one op that reads that list.
   const Node* readerOf(const Node* user, std::string* via) const {
@@ -518,6 +530,10 @@ private:
   void measureConsumer(const GraphRunner::Trace& t, const Value* v, const at::Tensor& other,
                        bool to_contiguous, formats::ConsumerTiming& c) {
     const Node* user = index_->ops()[static_cast<std::size_t>(c.op_id)];
+    if (readsOnlyMetadata(user)) {
+      c.note = "reads only sizes or flags, not the data; not re-run";
+      return;
+    }
     std::string via;
     const Node* reader = readerOf(user, &via);
     if (!reader) {

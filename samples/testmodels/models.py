@@ -7,6 +7,10 @@ pattern the tools must handle:
   a conversion `view` needs (which must stay).
 - Control: a loop and a branch around strided values (exercises the profiling interpreter).
 - Forked: uses torch.jit.fork, which xprof does not run: it must say so clearly.
+- ShuffleCNN: ShuffleNet-style units (channel split with chunk, concatenation, channel shuffle
+  through view + transpose) and a per-pixel Linear applied through permutes.
+- Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
+  nn.MultiheadAttention, MLP).
 """
 from typing import List
 
@@ -70,9 +74,66 @@ class Forked(nn.Module):
         return torch.jit.wait(fut) + x
 
 
+def channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:
+    b, c, h, w = x.size()
+    x = x.view(b, groups, c // groups, h, w).transpose(1, 2).contiguous()
+    return x.view(b, c, h, w)
+
+
+class ShuffleUnit(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        half = channels // 2
+        self.pw1 = nn.Conv2d(half, half, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(half)
+        self.dw = nn.Conv2d(half, half, 3, padding=1, groups=half, bias=False)
+        self.bn2 = nn.BatchNorm2d(half)
+        self.pw2 = nn.Conv2d(half, half, 1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x.chunk(2, dim=1)
+        y = F.relu(self.bn1(self.pw1(x2)))
+        y = self.pw2(self.bn2(self.dw(y)))
+        return channel_shuffle(torch.cat([x1, F.relu(y)], dim=1), 2)
+
+
+class ShuffleCNN(nn.Module):
+    def __init__(self, channels: int = 24, classes: int = 10):
+        super().__init__()
+        self.units = nn.ModuleList([ShuffleUnit(channels) for _ in range(2)])
+        self.mix = nn.Linear(channels, channels)  # per pixel, over channels
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for unit in self.units:
+            x = unit(x)
+        y = self.mix(x.permute(0, 2, 3, 1))  # NCHW -> NHWC
+        x = x + F.gelu(y).permute(0, 3, 1, 2)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class Attention(nn.Module):
+    def __init__(self, channels: int = 32, dim: int = 64, heads: int = 4):
+        super().__init__()
+        self.embed = nn.Conv2d(channels, dim, 2, stride=2)
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.embed(x).flatten(2).transpose(1, 2)  # [B, tokens, dim]
+        h = self.norm1(t)
+        a, _ = self.attn(h, h, h, need_weights=False)
+        t = t + a
+        return t + self.mlp(self.norm2(t))
+
+
 MODELS = {
     "mixer": (TokenMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "redundant": (Redundant, [{"name": "x", "shape": [128, 64], "dtype": "float32"}]),
     "control": (Control, [{"name": "x", "shape": [32, 32], "dtype": "float32"}]),
     "forked": (Forked, [{"name": "x", "shape": [4, 4], "dtype": "float32"}]),
+    "shufflecnn": (ShuffleCNN, [{"name": "x", "shape": [4, 24, 32, 32], "dtype": "float32"}]),
+    "attention": (Attention, [{"name": "x", "shape": [4, 32, 16, 16], "dtype": "float32"}]),
 }

@@ -75,6 +75,22 @@ PY
 echo '{"tensors":[{"id":"a","size":1000,"first_op":0,"last_op":1},{"id":"b","size":1000,"first_op":2,"last_op":3}]}' |
   xsched memplan | grep -q '"workspace_bytes":1024' || fail "two disjoint tensors should share 1024 bytes"
 
+# The timing database: a second profile of the same model measures nothing again.
+DBQ=(--iterations 3 --warmup 1 --repeats 7 --db "$WORK/timings.sqlite")
+xprof "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/db1.json" 2>"$WORK/db1.err"
+xprof "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/db2.json" --trace "$WORK/trace.json" -q
+python3 - "$WORK/db1.json" "$WORK/db2.json" "$WORK/trace.json" <<'PY' || fail "timing database or trace"
+import json, sys
+a, b = (json.load(open(f))["settings"] for f in sys.argv[1:3])
+assert a["db_misses"] > 0 and b["db_misses"] == 0 and b["db_hits"] > 0, (a, b)
+trace = json.load(open(sys.argv[3]))
+assert any(e.get("ph") == "X" for e in trace["traceEvents"])
+PY
+# Off a terminal there is no progress bar: one summary line on stderr.
+[[ $(wc -l <"$WORK/db1.err") -eq 1 ]] && grep -q '^xprof: .* ops, .* idle windows' "$WORK/db1.err" ||
+  fail "unexpected stderr: $(cat "$WORK/db1.err")"
+! grep -q $'\r' "$WORK/db1.err" || fail "progress bar drawn off a terminal"
+
 # xcost predict answers layouts line by line.
 printf '%s\n' '{"sizes":[64,64],"strides":[1,64],"dtype":"float32","device":"cpu"}' \
   '{"sizes":[8,8],"strides":[8,1],"dtype":"float32"}' |

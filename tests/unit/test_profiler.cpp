@@ -6,16 +6,23 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
+#include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/profiler.h"
+#include "xalloc/profiler/timing_db.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/tspass/graph_utils.h"
@@ -195,4 +202,182 @@ TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
       EXPECT_TRUE(profiler::bitwiseEqual(a, b)) << name << " seed " << seed;
     }
   }
+}
+
+namespace {
+
+const formats::Record* findRecord(const formats::Profile& p, const std::string& producer_kind,
+                                  const std::vector<std::int64_t>& sizes) {
+  for (const auto& r : p.records)
+    if (r.producer_op && p.findOp(*r.producer_op)->kind == producer_kind && r.layout.sizes == sizes)
+      return &r;
+  return nullptr;
+}
+
+std::string tempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("xalloc_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+} // namespace
+
+// Layouts in the profile agree with the same views built directly with ATen in the test.
+TEST(Profiler, RecordedLayoutsMatchIndependentlyComputedViews) {
+  formats::Profile cnn = profiler::profileModel(quickOptions("shufflecnn"));
+  auto x = at::empty({4, 24, 32, 32});
+  auto half = x.chunk(2, 1)[0];
+  const formats::Record* x1 = findRecord(cnn, "prim::ListUnpack", half.sizes().vec());
+  ASSERT_NE(x1, nullptr);
+  EXPECT_EQ(x1->layout.strides, half.strides().vec());
+  EXPECT_FALSE(x1->contiguous);
+  EXPECT_EQ(x1->view_chain, std::vector<std::string>{"aten::chunk"});
+  auto shuffled = x.view({4, 2, 12, 32, 32}).transpose(1, 2);
+  const formats::Record* sh = findRecord(cnn, "aten::transpose", shuffled.sizes().vec());
+  ASSERT_NE(sh, nullptr);
+  EXPECT_EQ(sh->layout.strides, shuffled.strides().vec());
+  auto nhwc = x.permute({0, 2, 3, 1});
+  const formats::Record* perm = findRecord(cnn, "aten::permute", nhwc.sizes().vec());
+  ASSERT_NE(perm, nullptr);
+  EXPECT_EQ(perm->layout.strides, nhwc.strides().vec());
+
+  formats::Profile att = profiler::profileModel(quickOptions("attention"));
+  auto tokens = at::empty({4, 64, 8, 8}).flatten(2).transpose(1, 2);
+  const formats::Record* t = findRecord(att, "aten::transpose", tokens.sizes().vec());
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->layout.strides, tokens.strides().vec());
+  EXPECT_EQ(t->view_chain, (std::vector<std::string>{"aten::flatten", "aten::transpose"}));
+}
+
+// Every non-contiguous value's consumers that can be re-run carry both timings, lists included
+// (torch.cat reads the chunk through a ListConstruct), and single-threaded phases show up as
+// idle windows.
+TEST(Profiler, EveryConsumerOfANonContiguousValueIsTimedBothWays) {
+  for (const char* name : {"minigpt", "shufflecnn", "attention"}) {
+    formats::Profile p = profiler::profileModel(quickOptions(name));
+    std::size_t timed = 0;
+    for (const auto& r : p.records) {
+      if (r.contiguous)
+        continue;
+      for (const auto& c : r.consumers) {
+        if (!c.note.empty() && c.note.rfind("measured through", 0) != 0)
+          continue; // not executed, metadata only, or an op that writes its inputs
+        EXPECT_TRUE(c.measured) << name << " value %" << r.name << " op " << c.op_id;
+        EXPECT_TRUE(c.time_contiguous_ms.has_value()) << name << " value %" << r.name;
+        EXPECT_TRUE(c.delta_ms.has_value());
+        ++timed;
+      }
+    }
+    EXPECT_GT(timed, 0u) << name;
+    if (at::get_num_threads() < profiler::availableCpus()) {
+      ASSERT_FALSE(p.gpu_idle_events.empty()) << name;
+      for (const auto& w : p.gpu_idle_events) {
+        EXPECT_GT(w.spare_cores, 0.0);
+        EXPECT_NE(p.findOp(w.after_op_id), nullptr);
+        EXPECT_NE(p.findOp(w.before_op_id), nullptr);
+      }
+    }
+  }
+  formats::Profile cnn = profiler::profileModel(quickOptions("shufflecnn"));
+  bool through_list = false;
+  for (const auto& r : cnn.records)
+    for (const auto& c : r.consumers)
+      through_list |= c.measured && c.note == "measured through prim::ListConstruct";
+  EXPECT_TRUE(through_list);
+}
+
+TEST(TimingDb, ReusesOnlyMatchingDeviceAndLibrary) {
+  const std::string path = tempPath("db.sqlite");
+  std::filesystem::remove(path);
+  {
+    profiler::TimingDb db(path, "cpu|A", "torch 1|xalloc 1");
+    profiler::TimingStats s = profiler::summarize({1.0, 2.0, 3.0});
+    db.put("k", {s, 0.5});
+    db.commit();
+    auto hit = db.get("k");
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(hit->stats.median_ms, 2.0);
+    EXPECT_EQ(hit->stats.samples_ms.size(), 3u);
+    EXPECT_EQ(hit->aux, 0.5);
+  }
+  EXPECT_FALSE(profiler::TimingDb(path, "cpu|B", "torch 1|xalloc 1").get("k").has_value());
+  EXPECT_FALSE(profiler::TimingDb(path, "cpu|A", "torch 2|xalloc 1").get("k").has_value());
+  EXPECT_TRUE(profiler::TimingDb(path, "cpu|A", "torch 1|xalloc 1").get("k").has_value());
+  std::filesystem::remove(path);
+  EXPECT_THROW(profiler::TimingDb("/proc/xalloc-no-such-dir/db.sqlite", "a", "b"), InputError);
+}
+
+TEST(TimingDb, SecondProfileOfAModelMeasuresNothingAgain) {
+  const std::string path = tempPath("model.sqlite");
+  std::filesystem::remove(path);
+  auto o = quickOptions("mixer");
+  o.use_db = true;
+  o.db_path = path;
+  formats::Profile first = profiler::profileModel(o);
+  formats::Profile second = profiler::profileModel(o);
+  EXPECT_GT(first.settings.db_misses, 0);
+  EXPECT_EQ(second.settings.db_misses, 0);
+  EXPECT_GT(second.settings.db_hits, 0);
+  EXPECT_EQ(second.settings.timing_db, path);
+  // Reused measurements are exactly the stored ones: two cached runs agree to the bit.
+  formats::Profile again = profiler::profileModel(o);
+  ASSERT_EQ(again.ops.size(), second.ops.size());
+  for (std::size_t i = 0; i < again.ops.size(); ++i)
+    EXPECT_EQ(again.ops[i].duration_ms, second.ops[i].duration_ms);
+  ASSERT_EQ(again.conversion_cost_table.size(), second.conversion_cost_table.size());
+  for (std::size_t i = 0; i < again.conversion_cost_table.size(); ++i)
+    EXPECT_EQ(again.conversion_cost_table[i].samples_ms,
+              second.conversion_cost_table[i].samples_ms);
+  // With another thread count the device fingerprint differs: nothing is reused from above.
+  const int threads = at::get_num_threads();
+  auto other = o;
+  other.threads = threads + 1;
+  formats::Profile third = profiler::profileModel(other);
+  at::set_num_threads(threads);
+  EXPECT_EQ(third.settings.db_misses, first.settings.db_misses);
+  std::filesystem::remove(path);
+}
+
+TEST(Profiler, SweepTraceAndInputFile) {
+  auto o = quickOptions("mixer");
+  o.sweep = true;
+  o.sweep_count = 300;
+  o.sweep_max_bytes = 1 << 20;
+  o.repeats = 3;
+  o.trace_path = tempPath("trace.json");
+  formats::Profile p = profiler::profileModel(o);
+  std::size_t swept = 0;
+  for (const auto& c : p.conversion_cost_table)
+    if (c.source == "sweep") {
+      ++swept;
+      EXPECT_FALSE(c.layout.isContiguous()) << c.key();
+      EXPECT_GE(c.layout.bytes(), 2048) << c.key();
+      EXPECT_LE(c.layout.bytes(), (1 << 20) * 5 / 4) << c.key();
+    }
+  EXPECT_GE(swept, 290u); // 300 drawn; a few may repeat a layout the model has
+  auto trace = nlohmann::json::parse(xalloc::readFile(o.trace_path));
+  std::size_t op_events = 0, window_events = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") {
+      op_events += e["pid"] == 1 && e["tid"] == 1;
+      window_events += e["pid"] == 1 && e["tid"] == 2;
+    }
+  EXPECT_GT(op_events, 10u);
+  EXPECT_EQ(window_events, p.gpu_idle_events.size());
+  std::filesystem::remove(o.trace_path);
+
+  // Inputs from a file saved with torch.save (here: torch::pickle_save, the same format).
+  const std::string inputs = tempPath("inputs.pt");
+  auto x = at::randn({8, 64, 96});
+  auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create({c10::IValue(x)}));
+  xalloc::writeFileAtomic(inputs, std::string(bytes.begin(), bytes.end()));
+  auto f = quickOptions("mixer");
+  f.input_file = inputs;
+  formats::Profile q = profiler::profileModel(f);
+  EXPECT_EQ(q.settings.input_file, inputs);
+  ASSERT_EQ(q.settings.inputs.size(), 1u);
+  EXPECT_EQ(q.settings.inputs[0].shape, (std::vector<std::int64_t>{8, 64, 96}));
+  xalloc::writeFileAtomic(inputs, "not a pickle");
+  EXPECT_THROW(profiler::profileModel(f), InputError);
+  std::filesystem::remove(inputs);
 }
