@@ -260,6 +260,12 @@ json toJson(const ConversionCost& v) {
   j["spread_ms"] = roundMs(v.spread_ms);
   j["noisy"] = v.noisy;
   j["source"] = v.source;
+  if (v.reference_ms)
+    j["reference_ms"] = roundMs(*v.reference_ms);
+  if (v.ratio)
+    j["ratio"] = std::round(*v.ratio * 1e6) / 1e6;
+  if (v.ratio_spread)
+    j["ratio_spread"] = std::round(*v.ratio_spread * 1e6) / 1e6;
   return j;
 }
 
@@ -271,6 +277,12 @@ ConversionCost readConversionCost(const JsonReader& r) {
   c.spread_ms = r.find("spread_ms") ? r.at("spread_ms").toNonNegative() : 0;
   c.noisy = r.getBool("noisy", false);
   c.source = r.getString("source", "model");
+  if (auto f = r.find("reference_ms"))
+    c.reference_ms = f->toNonNegative();
+  if (auto f = r.find("ratio"))
+    c.ratio = f->toNonNegative();
+  if (auto f = r.find("ratio_spread"))
+    c.ratio_spread = f->toNonNegative();
   for (std::size_t i = 0; i < c.samples_ms.size(); ++i)
     if (c.samples_ms[i] < 0)
       r.at("samples_ms").at(i).fail("expected a non-negative time");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <malloc.h>
 #include <map>
 #include <set>
 
@@ -65,6 +66,20 @@ std::string repeatsTag(int warmup, int repeats) {
   return "|w" + std::to_string(warmup) + "r" + std::to_string(repeats);
 }
 
+// glibc's malloc adapts its mmap threshold to what a process frees, so the same allocation can
+// page-fault in one measurement and not in the next, depending on what came before. Measure in
+// the steady state a long-running model reaches instead: blocks below 32 MiB (glibc's largest
+// dynamic threshold) come from the heap and are reused, larger ones are mapped (and faulted in)
+// each time, and freed memory is not returned to the system between measurements.
+void steadyStateMalloc() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 // Tensors saved with torch.save: one tensor, or a tuple or list of inputs.
 std::vector<c10::IValue> loadInputFile(const std::string& path) {
   std::string bytes = readFile(path);
@@ -94,6 +109,7 @@ public:
       throw InputError("xprof", "--sweep-count must be at least 1");
     if (o_.threads > 0)
       at::set_num_threads(o_.threads);
+    steadyStateMalloc();
     progress_.phase("loading", 1);
     tspass::LoadedModel model = tspass::loadModel(o_.model);
     p_.tool_version = kVersion;
@@ -401,24 +417,72 @@ private:
     }
   }
 
-  // Median time of `tensor.contiguous()`, from the database or measured.
+  // Median time of converting `tensor` to a contiguous layout, from the database or measured.
+  // The cost of converting `tensor` to a contiguous layout, from the database or measured: the
+  // copy into a contiguous buffer reused across repeats (what a conversion costs once its output
+  // memory is warm; the runtime converts into a planned workspace; first touches of fresh pages
+  // depend on the allocator's history, not on the layout). Each sample is paired with a plain
+  // contiguous copy of the same bytes taken right after it: machines drift (a shared CPU runs
+  // 40% slower for seconds at a time), and the ratio of the two cancels that, where the absolute
+  // time cannot. Where the data sits moves the cost too (cache sets, pages), so the samples are
+  // spread over `kRounds` fresh copies of the source at other addresses.
+  static constexpr int kRounds = 3;
+
   formats::ConversionCost conversionCost(const at::Tensor& tensor, const std::string& source,
                                          int warmup, int repeats) {
-    const std::string key = "conversion|" + layoutSignature(tensor) + repeatsTag(warmup, repeats);
+    const std::string key = "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + "x" +
+                            std::to_string(kRounds);
     std::optional<StoredTiming> hit = db_ ? db_->get(key) : std::nullopt;
-    TimingStats s;
-    if (hit) {
+    std::optional<StoredTiming> ref_hit = hit && db_ ? db_->get(key + "|ref") : std::nullopt;
+    std::optional<StoredTiming> ratio_hit =
+        ref_hit && db_ ? db_->get(key + "|ratio") : std::nullopt;
+    TimingStats s, ref, ratio;
+    if (hit && ref_hit && ratio_hit) {
       s = hit->stats;
+      ref = ref_hit->stats;
+      ratio = ratio_hit->stats;
     } else {
-      s = timeRepeated([&] { (void)tensor.contiguous(); }, warmup, repeats);
-      if (db_)
+      std::vector<double> samples, ref_samples, ratios;
+      const std::int64_t bytes = tensor.numel() * static_cast<std::int64_t>(tensor.element_size());
+      for (int round = 0; round < kRounds; ++round) {
+        at::Tensor src = tensor;
+        if (round > 0) { // the same layout over a fresh copy of the storage
+          const auto n =
+              static_cast<std::int64_t>(tensor.storage().nbytes() / tensor.element_size());
+          at::Tensor storage = at::empty({n}, tensor.options());
+          storage.copy_(tensor.as_strided({n}, {1}, 0)); // the whole storage, element for element
+          src = storage.as_strided(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+        }
+        at::Tensor out =
+            at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+        at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
+        at::Tensor plain_out = at::empty_like(plain_src);
+        PairedTiming m =
+            timeInterleaved([&] { out.copy_(src); }, [&] { plain_out.copy_(plain_src); },
+                            std::max(warmup, 1), std::max(1, (repeats + kRounds - 1) / kRounds));
+        for (std::size_t i = 0; i < m.a.samples_ms.size(); ++i) {
+          samples.push_back(m.a.samples_ms[i]);
+          ref_samples.push_back(m.b.samples_ms[i]);
+          ratios.push_back(m.b.samples_ms[i] > 0 ? m.a.samples_ms[i] / m.b.samples_ms[i] : 1.0);
+        }
+      }
+      s = summarize(std::move(samples));
+      ref = summarize(std::move(ref_samples));
+      ratio = summarize(std::move(ratios));
+      if (db_) {
         db_->put(key, {s, 0});
+        db_->put(key + "|ref", {ref, 0});
+        db_->put(key + "|ratio", {ratio, 0});
+      }
     }
     formats::ConversionCost c;
     c.layout = layoutOf(tensor);
     c.samples_ms = s.samples_ms;
     c.median_ms = s.median_ms;
     c.spread_ms = s.iqr_ms;
+    c.reference_ms = ref.median_ms;
+    c.ratio = ratio.median_ms;
+    c.ratio_spread = ratio.iqr_ms;
     c.noisy = isNoisy(s);
     c.source = source;
     return c;
@@ -455,7 +519,7 @@ private:
       // Large copies are stable after a few samples; small ones need the full count.
       const bool large = l.bytes > (std::int64_t{16} << 20);
       auto c = conversionCost(view, "sweep", large ? 1 : o_.warmup,
-                              large ? std::min(o_.repeats, 5) : o_.repeats);
+                              large ? std::min(o_.repeats, 6) : o_.repeats);
       if (seen.insert(c.key()).second)
         p_.conversion_cost_table.push_back(std::move(c));
       progress_.tick(++done);

@@ -116,8 +116,13 @@ struct ConversionCost {
   Layout layout;
   std::vector<double> samples_ms;
   double median_ms = 0;
-  double spread_ms = 0;         // interquartile range of samples_ms
-  bool noisy = false;           // spread above a quarter of the median
+  double spread_ms = 0; // interquartile range of samples_ms
+  bool noisy = false;   // spread above a quarter of the median
+  /// A plain contiguous copy of the same bytes, timed right after each sample, and the median
+  /// of the paired ratios sample / reference: the conversion's cost free of machine drift.
+  std::optional<double> reference_ms;
+  std::optional<double> ratio;
+  std::optional<double> ratio_spread;
   std::string source = "model"; // "model": a value of the profiled run; "sweep": synthetic
   std::string key() const { return layout.key(); }
 };
