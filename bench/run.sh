@@ -33,9 +33,27 @@ rm -f "$db"
 for name in minigpt attention; do
   t0=$(date +%s.%N); xprof "$SAMPLES/$name.pt" -q --db "$db" -o /dev/null; t1=$(date +%s.%N)
   xprof "$SAMPLES/$name.pt" -q --db "$db" -o /dev/null; t2=$(date +%s.%N)
-  python3 -c "import sys; a, b, c = map(float, sys.argv[1:]); print(f'{sys.argv[4]:<12} first {b-a:6.2f} s, second {c-b:6.2f} s, speedup {(b-a)/(c-b):4.1f}x')" "$t0" "$t1" "$t2" "$name"
+  python3 -c "import sys; a, b, c = map(float, sys.argv[1:4]); print(f'{sys.argv[4]:<12} first {b-a:6.2f} s, second {c-b:6.2f} s, speedup {(b-a)/(c-b):4.1f}x')" "$t0" "$t1" "$t2" "$name"
 done
 rm -f "$db"
+
+echo "== reproducibility: two profiles without the timing database, same decisions?"
+for name in minigpt mixer shufflecnn; do
+  for i in 1 2; do
+    xprof "$SAMPLES/$name.pt" -q --no-db | xcost | xsched -o "$OUT/$name.repro$i.json"
+  done
+  python3 - "$OUT/$name.repro1.json" "$OUT/$name.repro2.json" "$name" <<'PY'
+import json, sys
+def decisions(path):
+    return {(d["anchor"]["expr"], d["anchor"]["ordinal"], d["anchor"]["op"]): d["action"]
+            for d in json.load(open(path))["decisions"]}
+a, b = decisions(sys.argv[1]), decisions(sys.argv[2])
+diff = [k for k in a if a[k] != b.get(k)]
+acted = sum(1 for v in a.values() if v != "none")
+print(f"{sys.argv[3]:<12} {len(a)} sites, {acted} acted on; "
+      + ("same decisions" if not diff else f"{len(diff)} differ: {diff}"))
+PY
+done
 
 echo "== memory planning"
 xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
