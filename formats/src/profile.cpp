@@ -187,7 +187,8 @@ json toJson(const Profile& p) {
                    {"sweep", p.settings.sweep},
                    {"timing_db", p.settings.timing_db},
                    {"db_hits", p.settings.db_hits},
-                   {"db_misses", p.settings.db_misses}};
+                   {"db_misses", p.settings.db_misses},
+                   {"reused_profile", p.settings.reused_profile}};
   j["ops"] = json::array();
   for (const auto& op : p.ops)
     j["ops"].push_back(toJson(op));
@@ -221,6 +222,7 @@ Profile readProfile(const JsonReader& r) {
     p.settings.timing_db = s->getString("timing_db", "");
     p.settings.db_hits = s->getInt("db_hits", 0);
     p.settings.db_misses = s->getInt("db_misses", 0);
+    p.settings.reused_profile = s->getBool("reused_profile", false);
   }
   std::set<std::int64_t> op_ids;
   r.at("ops").forEach([&](const JsonReader& e) {

@@ -17,6 +17,7 @@
 #include <torch/version.h>
 
 #include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/graph_runner.h"
@@ -136,6 +137,9 @@ public:
 
     p_.device = describeCpu(/*measure_bandwidth=*/false);
     openDb();
+    const std::string memo_key = profileKey();
+    if (auto cached = cachedProfile(memo_key))
+      return std::move(*cached);
     p_.device.copy_bandwidth_gbps = cachedBandwidth();
 
     GraphRunner::Trace capture; // the first run: it also fails early on a broken model
@@ -151,10 +155,11 @@ public:
     findIdleWindows();
     progress_.finish();
     if (db_) {
-      db_->commit();
       p_.settings.timing_db = db_->path();
       p_.settings.db_hits = db_->hits();
       p_.settings.db_misses = db_->misses();
+      db_->putDocument(memo_key, formats::toJson(p_).dump());
+      db_->commit();
     }
     if (!o_.trace_path.empty())
       writeChromeTrace(o_.trace_path, p_, timeline_);
@@ -195,6 +200,52 @@ private:
     std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion;
     db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                      device, library);
+  }
+
+  // A finished profile is reused whole when the model's bytes, the inputs and every setting
+  // that shapes the profile are the same (device and library scope the database as always):
+  // the same graph on the same inputs takes the same path and sees the same layouts, so the
+  // capture run and the correctness checks would give the same answers. A trace needs the
+  // timeline run, so --trace always profiles.
+  std::string profileKey() const {
+    if (!db_)
+      return {};
+    nlohmann::json k = {
+        {"model", p_.model.sha256},
+        {"method", o_.method},
+        {"inputs", nlohmann::json::array()},
+        {"input_file", o_.input_file.empty() ? "" : sha256File(o_.input_file)},
+        {"iterations", o_.iterations},
+        {"warmup", o_.warmup},
+        {"repeats", o_.repeats},
+        {"seed", o_.seed},
+        {"consumers", o_.measure_consumers},
+        {"sweep", o_.sweep ? nlohmann::json{o_.sweep_count, o_.sweep_max_bytes} : nlohmann::json()},
+        {"min_window_ms", o_.min_window_ms}};
+    for (const auto& in : p_.settings.inputs)
+      k["inputs"].push_back(formats::toJson(in));
+    return "profile|" + sha256Hex(k.dump());
+  }
+
+  std::optional<formats::Profile> cachedProfile(const std::string& key) {
+    if (!db_ || !o_.trace_path.empty())
+      return std::nullopt;
+    auto body = db_->getDocument(key);
+    if (!body)
+      return std::nullopt;
+    formats::Profile p;
+    try {
+      p = formats::profileFromJson(nlohmann::json::parse(*body), db_->path());
+    } catch (const std::exception&) {
+      return std::nullopt; // a damaged or older entry: profile again (and overwrite it)
+    }
+    p.model.path = o_.model;
+    p.settings.input_file = o_.input_file;
+    p.settings.timing_db = db_->path();
+    p.settings.db_hits += p.settings.db_misses; // every measurement in it came from the database
+    p.settings.db_misses = 0;
+    p.settings.reused_profile = true;
+    return p;
   }
 
   double cachedBandwidth() {
@@ -274,13 +325,58 @@ private:
           samples[i].push_back(t.op_ms[i]);
         progress_.tick(static_cast<std::size_t>(o_.warmup + it + 1));
       }
+      // Ops with the same signature (the same op on the same layouts) share one entry in the
+      // database: their samples are pooled here too, so this profile and a later one that
+      // reads the entry report the same time.
+      for (const auto& [key, members] : groupByKey(keys)) {
+        std::vector<double> pooled;
+        for (std::size_t i : members)
+          pooled.insert(pooled.end(), samples[i].begin(), samples[i].end());
+        const TimingStats s = summarize(pooled);
+        for (std::size_t i : members)
+          stats[i] = s;
+      }
       for (std::size_t i = 0; i < n; ++i)
-        stats[i] = summarize(samples[i]);
+        if (keys[i].empty())
+          stats[i] = summarize(samples[i]);
     }
-    // The timeline run: start times (and process CPU time per op, unless cached).
+    // The timeline run: start times (and process CPU time per op, unless cached). A timeline
+    // is reused only with every op timing: its key names the model and every executed op with
+    // its argument layouts, so another input shape or another path through the graph misses.
     GraphRunner::Trace line;
-    runModel({false, /*time_ops=*/true, /*cpu_time=*/!complete}, &line);
+    std::string line_key;
+    if (db_) {
+      std::string all;
+      for (const auto& k : keys)
+        all += k + "\n";
+      line_key = "timeline|" + p_.model.sha256 + "|" + sha256Hex(all);
+    }
+    if (!(complete && loadTimeline(line_key, n, line))) {
+      runModel({false, /*time_ops=*/true, /*cpu_time=*/!complete}, &line);
+      if (db_)
+        storeTimeline(line_key, line);
+    }
     const double cores = static_cast<double>(p_.device.cores);
+    std::vector<std::optional<double>> utilization(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (complete && cached[i])
+        utilization[i] = cached[i]->aux;
+      else if (line.op_ms[i] > 0.001)
+        utilization[i] = std::clamp(line.op_cpu_ms[i] / (line.op_ms[i] * cores), 0.0, 1.0);
+    if (!complete)
+      for (const auto& [key, members] : groupByKey(keys)) {
+        double sum = 0;
+        int count = 0;
+        for (std::size_t i : members)
+          if (utilization[i]) {
+            sum += *utilization[i];
+            ++count;
+          }
+        for (std::size_t i : members)
+          utilization[i] = count ? std::optional<double>(sum / count) : std::nullopt;
+        if (db_)
+          db_->put(key, {stats[members.front()], utilization[members.front()].value_or(0.0)});
+      }
     timeline_.assign(n, OpTiming{});
     for (std::size_t i = 0; i < n; ++i) {
       const Node* node = index_->ops()[i];
@@ -295,12 +391,8 @@ private:
       op.noisy = isNoisy(stats[i]);
       op.start_ms = std::max(0.0, line.op_start_ms[i]);
       timeline_[i] = {line.op_start_ms[i], line.op_ms[i]};
-      if (complete && cached[i])
-        op.utilization = cached[i]->aux;
-      else if (line.op_ms[i] > 0.001)
-        op.utilization = std::clamp(line.op_cpu_ms[i] / (line.op_ms[i] * cores), 0.0, 1.0);
-      if (db_ && !complete && !keys[i].empty())
-        db_->put(keys[i], {stats[i], op.utilization});
+      if (utilization[i])
+        op.utilization = *utilization[i];
       for (const Value* v : node->inputs())
         if (v->type()->cast<c10::TensorType>() && index_->valueId(v) >= 0)
           op.inputs.push_back(index_->valueId(v));
@@ -311,6 +403,38 @@ private:
     }
     if (db_)
       db_->commit();
+  }
+
+  static std::map<std::string, std::vector<std::size_t>>
+  groupByKey(const std::vector<std::string>& keys) {
+    std::map<std::string, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (!keys[i].empty())
+        groups[keys[i]].push_back(i);
+    return groups;
+  }
+
+  // A timeline is stored as two entries whose samples are the ops' start times and durations.
+  bool loadTimeline(const std::string& key, std::size_t n, GraphRunner::Trace& line) {
+    if (!db_)
+      return false;
+    auto starts = db_->get(key + "|start");
+    auto durations = starts ? db_->get(key + "|duration") : std::nullopt;
+    if (!durations || starts->stats.samples_ms.size() != n ||
+        durations->stats.samples_ms.size() != n)
+      return false;
+    line.op_start_ms = starts->stats.samples_ms;
+    line.op_ms = durations->stats.samples_ms;
+    line.op_cpu_ms.assign(n, 0.0);
+    return true;
+  }
+
+  void storeTimeline(const std::string& key, const GraphRunner::Trace& line) {
+    StoredTiming starts, durations;
+    starts.stats.samples_ms = line.op_start_ms;
+    durations.stats.samples_ms = line.op_ms;
+    db_->put(key + "|start", starts);
+    db_->put(key + "|duration", durations);
   }
 
   std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) const {

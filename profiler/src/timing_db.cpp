@@ -38,6 +38,10 @@ TimingDb::TimingDb(const std::string& path, std::string device, std::string libr
          " median_ms REAL NOT NULL, iqr_ms REAL NOT NULL, aux REAL NOT NULL,"
          " samples TEXT NOT NULL, created INTEGER NOT NULL,"
          " PRIMARY KEY (device, library, key))");
+    exec("CREATE TABLE IF NOT EXISTS documents ("
+         " device TEXT NOT NULL, library TEXT NOT NULL, key TEXT NOT NULL,"
+         " body TEXT NOT NULL, created INTEGER NOT NULL,"
+         " PRIMARY KEY (device, library, key))");
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -51,9 +55,19 @@ TimingDb::TimingDb(const std::string& path, std::string device, std::string libr
                          "INSERT OR REPLACE INTO timings"
                          " (device, library, key, median_ms, iqr_ms, aux, samples, created)"
                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                         -1, &put_, nullptr) != SQLITE_OK) {
+                         -1, &put_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db_,
+                         "SELECT body FROM documents"
+                         " WHERE device = ?1 AND library = ?2 AND key = ?3",
+                         -1, &get_doc_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db_,
+                         "INSERT OR REPLACE INTO documents (device, library, key, body, created)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5)",
+                         -1, &put_doc_, nullptr) != SQLITE_OK) {
     std::string why = sqlite3_errmsg(db_);
     sqlite3_finalize(get_);
+    sqlite3_finalize(put_);
+    sqlite3_finalize(get_doc_);
     sqlite3_close(db_);
     db_ = nullptr;
     throw InputError(path, "not a usable timing database: " + why + " (--no-db skips it)");
@@ -68,6 +82,8 @@ TimingDb::~TimingDb() {
   }
   sqlite3_finalize(get_);
   sqlite3_finalize(put_);
+  sqlite3_finalize(get_doc_);
+  sqlite3_finalize(put_doc_);
   sqlite3_close(db_);
 }
 
@@ -132,6 +148,30 @@ void TimingDb::put(const std::string& key, const StoredTiming& value) {
   sqlite3_bind_int64(put_, 8, static_cast<sqlite3_int64>(std::time(nullptr)));
   if (sqlite3_step(put_) != SQLITE_DONE)
     throw InputError(path_, std::string("timing database: cannot store a measurement: ") +
+                                sqlite3_errmsg(db_) + " (--no-db skips it)");
+}
+
+std::optional<std::string> TimingDb::getDocument(const std::string& key) {
+  sqlite3_reset(get_doc_);
+  sqlite3_bind_text(get_doc_, 1, device_.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(get_doc_, 2, library_.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(get_doc_, 3, key.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(get_doc_) != SQLITE_ROW)
+    return std::nullopt;
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(get_doc_, 0));
+  return std::string(text ? text : "");
+}
+
+void TimingDb::putDocument(const std::string& key, const std::string& body) {
+  begin();
+  sqlite3_reset(put_doc_);
+  sqlite3_bind_text(put_doc_, 1, device_.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(put_doc_, 2, library_.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(put_doc_, 3, key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(put_doc_, 4, body.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(put_doc_, 5, static_cast<sqlite3_int64>(std::time(nullptr)));
+  if (sqlite3_step(put_doc_) != SQLITE_DONE)
+    throw InputError(path_, std::string("timing database: cannot store a profile: ") +
                                 sqlite3_errmsg(db_) + " (--no-db skips it)");
 }
 

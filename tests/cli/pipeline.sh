@@ -86,6 +86,15 @@ assert a["db_misses"] > 0 and b["db_misses"] == 0 and b["db_hits"] > 0, (a, b)
 trace = json.load(open(sys.argv[3]))
 assert any(e.get("ph") == "X" for e in trace["traceEvents"])
 PY
+# Without --trace, the unchanged model's finished profile is reused whole, and is still valid.
+xprof "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/db3.json" -q
+validate "$WORK/db3.json" || fail "a reused profile does not validate"
+python3 - "$WORK/db1.json" "$WORK/db3.json" <<'PY' || fail "the finished profile was not reused"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["settings"]["reused_profile"] and not a["settings"]["reused_profile"]
+assert a["records"] == b["records"] and a["gpu_idle_events"] == b["gpu_idle_events"]
+PY
 # Off a terminal there is no progress bar: one summary line on stderr.
 [[ $(wc -l <"$WORK/db1.err") -eq 1 ]] && grep -q '^xprof: .* ops, .* idle windows' "$WORK/db1.err" ||
   fail "unexpected stderr: $(cat "$WORK/db1.err")"

@@ -315,20 +315,44 @@ TEST(TimingDb, SecondProfileOfAModelMeasuresNothingAgain) {
   o.use_db = true;
   o.db_path = path;
   formats::Profile first = profiler::profileModel(o);
-  formats::Profile second = profiler::profileModel(o);
+  // A setting that shapes only the report (not any measurement) keeps the finished profile
+  // from being reused, but every measurement is.
+  auto report_only = o;
+  report_only.min_window_ms = o.min_window_ms * 2;
+  formats::Profile second = profiler::profileModel(report_only);
+  EXPECT_FALSE(first.settings.reused_profile);
+  EXPECT_FALSE(second.settings.reused_profile);
   EXPECT_GT(first.settings.db_misses, 0);
   EXPECT_EQ(second.settings.db_misses, 0);
   EXPECT_GT(second.settings.db_hits, 0);
   EXPECT_EQ(second.settings.timing_db, path);
-  // Reused measurements are exactly the stored ones: two cached runs agree to the bit.
-  formats::Profile again = profiler::profileModel(o);
-  ASSERT_EQ(again.ops.size(), second.ops.size());
-  for (std::size_t i = 0; i < again.ops.size(); ++i)
-    EXPECT_EQ(again.ops[i].duration_ms, second.ops[i].duration_ms);
-  ASSERT_EQ(again.conversion_cost_table.size(), second.conversion_cost_table.size());
-  for (std::size_t i = 0; i < again.conversion_cost_table.size(); ++i)
-    EXPECT_EQ(again.conversion_cost_table[i].samples_ms,
-              second.conversion_cost_table[i].samples_ms);
+  ASSERT_EQ(second.ops.size(), first.ops.size());
+  for (std::size_t i = 0; i < first.ops.size(); ++i) {
+    EXPECT_EQ(second.ops[i].duration_ms, first.ops[i].duration_ms);
+    EXPECT_EQ(second.ops[i].start_ms, first.ops[i].start_ms); // the stored timeline
+  }
+  // The same model, inputs and settings again: the finished profile itself is reused.
+  formats::Profile whole = profiler::profileModel(o);
+  EXPECT_TRUE(whole.settings.reused_profile);
+  EXPECT_EQ(whole.settings.db_misses, 0);
+  EXPECT_EQ(whole.settings.db_hits, first.settings.db_hits + first.settings.db_misses);
+  EXPECT_EQ(formats::toJson(whole)["records"], formats::toJson(first)["records"]);
+  EXPECT_EQ(formats::toJson(whole)["gpu_idle_events"], formats::toJson(first)["gpu_idle_events"]);
+  // Other inputs, or a trace (which needs the timeline run), profile again.
+  auto other_inputs = o;
+  other_inputs.seed = o.seed + 1;
+  EXPECT_FALSE(profiler::profileModel(other_inputs).settings.reused_profile);
+  auto traced = o;
+  traced.trace_path = tempPath("reuse.trace.json");
+  EXPECT_FALSE(profiler::profileModel(traced).settings.reused_profile);
+  std::filesystem::remove(traced.trace_path);
+  // Reused measurements are exactly the stored ones: cached runs agree to the bit (as
+  // written: the reused finished profile went through its JSON form).
+  formats::Profile again = profiler::profileModel(report_only);
+  EXPECT_TRUE(again.settings.reused_profile);
+  EXPECT_EQ(formats::toJson(again)["ops"], formats::toJson(second)["ops"]);
+  EXPECT_EQ(formats::toJson(again)["conversion_cost_table"],
+            formats::toJson(second)["conversion_cost_table"]);
   // With another thread count the device fingerprint differs: nothing is reused from above.
   const int threads = at::get_num_threads();
   auto other = o;

@@ -78,6 +78,7 @@ struct ProfileSettings {
   std::string timing_db; // "" when the database was not used
   std::int64_t db_hits = 0;
   std::int64_t db_misses = 0;
+  bool reused_profile = false; // the whole profile came from the database (nothing re-measured)
 };
 
 struct Profile {

@@ -1,7 +1,8 @@
 // The timing database: measurements xprof has already taken, kept in SQLite and reused. Every
 // entry is scoped to a device fingerprint and a library version, so a measurement from another
 // machine, another thread count or another libtorch is never used. Keys name what was measured
-// (an op with its argument layouts, a conversion of a layout, a consumer with one input swapped).
+// (an op with its argument layouts, a conversion of a layout, a consumer with one input swapped);
+// a finished profile is kept too, keyed by the model's bytes and every setting that shapes it.
 #pragma once
 
 #include <memory>
@@ -33,6 +34,10 @@ public:
 
   std::optional<StoredTiming> get(const std::string& key);
   void put(const std::string& key, const StoredTiming& value);
+  /// Whole documents (a finished profile), scoped like the measurements; not counted in
+  /// hits() and misses(), which count measurements.
+  std::optional<std::string> getDocument(const std::string& key);
+  void putDocument(const std::string& key, const std::string& body);
   /// Writes what was put so far (puts are batched in one transaction).
   void commit();
 
@@ -50,6 +55,8 @@ private:
   sqlite3* db_ = nullptr;
   sqlite3_stmt* get_ = nullptr;
   sqlite3_stmt* put_ = nullptr;
+  sqlite3_stmt* get_doc_ = nullptr;
+  sqlite3_stmt* put_doc_ = nullptr;
   bool in_transaction_ = false;
   std::int64_t hits_ = 0, misses_ = 0;
 };
