@@ -190,10 +190,13 @@ TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
     auto model = tspass::loadModel(samplePath(name));
     auto graph = tspass::inlineMethod(model.module, "forward");
     auto report = tspass::applySchedule(graph, s);
+    std::string statuses;
+    for (const auto& r : report.results)
+      statuses += std::string("\n  ") + tspass::applyStatusName(r.status) + ": " + r.message;
     EXPECT_EQ(
         report.count(tspass::ApplyStatus::Applied),
         static_cast<std::size_t>(s.count(formats::Action::Sync) + s.count(formats::Action::Remove)))
-        << name;
+        << name << statuses;
     EXPECT_EQ(report.count(tspass::ApplyStatus::Skipped), 0u) << name;
     auto fresh = tspass::loadModel(samplePath(name));
     auto specs = profiler::specFromExtraFiles(fresh.extra_files, fresh.path);

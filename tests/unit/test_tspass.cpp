@@ -93,6 +93,25 @@ def forward(self, x):
             index.ops()[static_cast<std::size_t>(t1)]);
 }
 
+// Sources come and go with their modules; a new one may sit where a freed one was. Anchors
+// must always come from the node's own source text.
+TEST(TorchScriptPass, AnchorsNeverReadAnotherModulesSource) {
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {"def forward(self, x):\n    return x.transpose(0, 1).relu()\n", "x.transpose(0, 1)"},
+      {"def forward(self, y):\n    return torch.sigmoid(y.permute(1, 0))\n", "y.permute(1, 0)"},
+      {"def forward(self, z):\n  w = z.t()\n  return w + 1\n", "z.t()"}};
+  for (int round = 0; round < 50; ++round) {
+    const auto& [src, expr] = models[static_cast<std::size_t>(round) % models.size()];
+    auto m = makeModule(src);
+    auto g = inlineMethod(m, "forward");
+    GraphIndex index(*g);
+    bool found = false;
+    for (std::size_t i = 0; i < index.ops().size(); ++i)
+      found |= index.anchor(static_cast<std::int64_t>(i)).expr == expr;
+    ASSERT_TRUE(found) << "round " << round << ": no anchor reads `" << expr << "`";
+  }
+}
+
 TEST(TorchScriptPass, ExpressionsAreCompletedFromTheSource) {
   using xalloc::tspass::detail::completeExpression;
   std::string src = "y = self.c_attn(x).split(self.n_embd, dim=2) + 1\n";

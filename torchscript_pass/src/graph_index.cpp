@@ -57,8 +57,9 @@ void GraphIndex::computeAnchors() {
   sources_.reserve(ops_.size());
   scopes_.reserve(ops_.size());
   anchors_.resize(ops_.size());
+  SourceTextCache texts;
   for (Node* n : ops_) {
-    sources_.push_back(describeNode(n));
+    sources_.push_back(describeNode(n, texts));
     scopes_.push_back(moduleScope(n));
   }
   // A node without a source range (ListUnpack, ListConstruct, ...) borrows the location of the

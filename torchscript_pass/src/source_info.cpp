@@ -2,8 +2,8 @@
 #include "xalloc/tspass/source_info.h"
 
 #include <cctype>
-#include <mutex>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "xalloc/torch_compat.h"
 
@@ -166,26 +166,32 @@ std::string completeExpression(const std::string& text, std::size_t start, std::
 
 } // namespace detail
 
-namespace {
-// Python text of a Source, cached: many nodes point into the same few files.
-const std::string& cachedText(const torch::jit::Source& src) {
-  static std::mutex mu;
-  static std::unordered_map<const torch::jit::Source*, std::string> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(&src);
-  if (it == cache.end())
-    it = cache.emplace(&src, compat::sourceText(src)).first;
-  return it->second;
-}
-} // namespace
+struct SourceTextCache::Impl {
+  std::vector<std::pair<std::shared_ptr<torch::jit::Source>, std::string>> texts;
+  const std::string& text(const std::shared_ptr<torch::jit::Source>& src) {
+    for (const auto& [s, t] : texts) // a graph points into a handful of files
+      if (s == src)
+        return t;
+    texts.emplace_back(src, compat::sourceText(*src));
+    return texts.back().second;
+  }
+};
+
+SourceTextCache::SourceTextCache() : impl_(std::make_unique<Impl>()) {}
+SourceTextCache::~SourceTextCache() = default;
 
 NodeSource describeNode(const torch::jit::Node* node) {
+  SourceTextCache cache;
+  return describeNode(node, cache);
+}
+
+NodeSource describeNode(const torch::jit::Node* node, SourceTextCache& cache) {
   NodeSource out;
   torch::jit::SourceRange range = compat::originalRange(node->sourceRange());
   auto flc = compat::fileLineCol(range);
   if (!flc || std::get<0>(*flc).empty())
     return out;
-  const std::string& text = cachedText(*range.source());
+  const std::string& text = cache.impl().text(range.source());
   out.loc.file = std::get<0>(*flc);
   out.loc.line = static_cast<std::int64_t>(std::get<1>(*flc));
   out.loc.col = static_cast<std::int64_t>(std::get<2>(*flc));

@@ -3,6 +3,7 @@
 // expression. The same function feeds profiles, anchors and diffs, so they always agree.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "xalloc/formats/common.h"
@@ -19,7 +20,25 @@ struct NodeSource {
   std::string expr;       // the expression's text, whitespace collapsed
 };
 
+/// The Python text of the sources a graph's nodes point into, decoded once per source. It holds
+/// each source alive while cached, so a source freed and another allocated at its address can
+/// never be mistaken for it (a process-wide cache keyed by address once gave one model's
+/// anchors the text of another model's file, loaded earlier in the same process).
+class SourceTextCache {
+public:
+  SourceTextCache();
+  ~SourceTextCache();
+  SourceTextCache(const SourceTextCache&) = delete;
+  SourceTextCache& operator=(const SourceTextCache&) = delete;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Describes a node's original source. Nodes without a source range get an empty NodeSource.
+NodeSource describeNode(const torch::jit::Node* node, SourceTextCache& cache);
 NodeSource describeNode(const torch::jit::Node* node);
 
 /// Module instance path of an inlined node ("0.attn.c_attn"), "" when not inlined.
