@@ -58,6 +58,20 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
   return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
 
+// The version of how xprof measures: raised whenever a change makes stored measurements
+// incomparable with new ones, so that the database never mixes the two.
+constexpr int kMeasureMethod = 2;
+
+// The same layout (sizes, strides, offset) over a fresh copy of the tensor's whole storage: the
+// same values at another address. Callers keep the copies of all rounds alive, so that each
+// round really gets memory of its own rather than the block the previous round freed.
+at::Tensor relocated(const at::Tensor& t) {
+  const auto n = static_cast<std::int64_t>(t.storage().nbytes() / t.element_size());
+  at::Tensor storage = at::empty({n}, t.options());
+  storage.copy_(t.as_strided({n}, {1}, 0)); // the whole storage, element for element
+  return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
 // A measurement is noisy when its spread exceeds a quarter of its median.
 bool isNoisy(const TimingStats& s) {
   return s.samples_ms.size() >= 5 && s.iqr_ms > 0.25 * s.median_ms;
@@ -128,19 +142,19 @@ public:
     p_.settings.seed = o_.seed;
     p_.settings.sweep = o_.sweep;
 
-    // Profile an inlined copy: the module's own graph stays untouched.
-    graph_ = method->graph()->copy();
-    torch::jit::Inline(*graph_);
-    index_ = std::make_unique<tspass::GraphIndex>(*graph_);
-    tspass::MutationInfo mutation(graph_);
-    runner_ = std::make_unique<GraphRunner>(*index_);
-
     p_.device = describeCpu(/*measure_bandwidth=*/false);
     openDb();
     const std::string memo_key = profileKey();
     if (auto cached = cachedProfile(memo_key))
       return std::move(*cached);
     p_.device.copy_bandwidth_gbps = cachedBandwidth();
+
+    // Profile an inlined copy: the module's own graph stays untouched.
+    graph_ = method->graph()->copy();
+    torch::jit::Inline(*graph_);
+    index_ = std::make_unique<tspass::GraphIndex>(*graph_);
+    tspass::MutationInfo mutation(graph_);
+    runner_ = std::make_unique<GraphRunner>(*index_);
 
     GraphRunner::Trace capture; // the first run: it also fails early on a broken model
 
@@ -197,7 +211,8 @@ private:
         d.type + "|" + d.name + "|cores=" + std::to_string(d.cores) +
         "|threads=" + std::to_string(d.threads) + "|caches=" + std::to_string(d.caches.l1d_bytes) +
         "," + std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
-    std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion;
+    std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion +
+                          "|method " + std::to_string(kMeasureMethod);
     db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                      device, library);
   }
@@ -541,7 +556,6 @@ private:
     }
   }
 
-  // Median time of converting `tensor` to a contiguous layout, from the database or measured.
   // The cost of converting `tensor` to a contiguous layout, from the database or measured: the
   // copy into a contiguous buffer reused across repeats (what a conversion costs once its output
   // memory is warm; the runtime converts into a planned workspace; first touches of fresh pages
@@ -568,15 +582,10 @@ private:
     } else {
       std::vector<double> samples, ref_samples, ratios;
       const std::int64_t bytes = tensor.numel() * static_cast<std::int64_t>(tensor.element_size());
+      std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
       for (int round = 0; round < kRounds; ++round) {
-        at::Tensor src = tensor;
-        if (round > 0) { // the same layout over a fresh copy of the storage
-          const auto n =
-              static_cast<std::int64_t>(tensor.storage().nbytes() / tensor.element_size());
-          at::Tensor storage = at::empty({n}, tensor.options());
-          storage.copy_(tensor.as_strided({n}, {1}, 0)); // the whole storage, element for element
-          src = storage.as_strided(tensor.sizes(), tensor.strides(), tensor.storage_offset());
-        }
+        placed.push_back(round == 0 ? tensor : relocated(tensor));
+        const at::Tensor& src = placed.back();
         at::Tensor out =
             at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
         at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
@@ -741,37 +750,43 @@ private:
           c.note = "not executed with the example inputs (a branch not taken)";
           return;
         }
-    // The reader's inputs as they were, and with v swapped for the other layout (inside the
-    // list when the reader takes a list).
-    torch::jit::Stack as_is, swapped;
-    std::string swap_at;
-    for (std::size_t i = 0; i < reader->inputs().size(); ++i) {
-      const Value* in = reader->input(i);
-      as_is.push_back(runner_->valueOf(t, in));
-      if (in == v) {
-        swapped.push_back(c10::IValue(other));
-        swap_at += std::to_string(i) + ",";
-      } else if (reader != user && in == user->output()) {
-        std::vector<c10::IValue> elems;
-        for (std::size_t k = 0; k < user->inputs().size(); ++k) {
-          const Value* e = user->input(k);
-          elems.push_back(e == v ? c10::IValue(other) : runner_->valueOf(t, e));
-          if (e == v)
-            swap_at += std::to_string(i) + "." + std::to_string(k) + ",";
-        }
-        if (user->kind() == c10::prim::TupleConstruct) {
-          swapped.emplace_back(c10::ivalue::Tuple::create(std::move(elems)));
+    // The reader's inputs with v replaced by `x` (inside the list when the reader takes a list):
+    // as they were with v itself, and swapped with the other layout.
+    auto stackWith = [&](const at::Tensor& x, std::string* swap_at) {
+      torch::jit::Stack stack;
+      for (std::size_t i = 0; i < reader->inputs().size(); ++i) {
+        const Value* in = reader->input(i);
+        if (in == v) {
+          stack.push_back(c10::IValue(x));
+          if (swap_at)
+            *swap_at += std::to_string(i) + ",";
+        } else if (reader != user && in == user->output()) {
+          std::vector<c10::IValue> elems;
+          for (std::size_t k = 0; k < user->inputs().size(); ++k) {
+            const Value* e = user->input(k);
+            elems.push_back(e == v ? c10::IValue(x) : runner_->valueOf(t, e));
+            if (e == v && swap_at)
+              *swap_at += std::to_string(i) + "." + std::to_string(k) + ",";
+          }
+          if (user->kind() == c10::prim::TupleConstruct) {
+            stack.emplace_back(c10::ivalue::Tuple::create(std::move(elems)));
+          } else {
+            c10::impl::GenericList list(
+                user->output()->type()->expectRef<c10::ListType>().getElementType());
+            for (auto& e : elems)
+              list.push_back(std::move(e));
+            stack.emplace_back(std::move(list));
+          }
         } else {
-          c10::impl::GenericList list(
-              user->output()->type()->expectRef<c10::ListType>().getElementType());
-          for (auto& e : elems)
-            list.push_back(std::move(e));
-          swapped.emplace_back(std::move(list));
+          stack.push_back(runner_->valueOf(t, in));
         }
-      } else {
-        swapped.push_back(as_is.back());
       }
-    }
+      return stack;
+    };
+    const at::Tensor& value = runner_->valueOf(t, v).toTensor();
+    std::string swap_at;
+    const torch::jit::Stack as_is = stackWith(value, nullptr);
+    const torch::jit::Stack swapped = stackWith(other, &swap_at);
     std::vector<c10::IValue> out_a, out_b;
     try {
       out_a = runner_->runOp(reader, as_is);
