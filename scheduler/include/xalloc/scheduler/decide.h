@@ -15,11 +15,11 @@ namespace xalloc::scheduler {
 
 struct SchedOptions {
   /// A decision must gain at least this much (ms) ...
-  double min_gain_ms = 0.0005;
+  double min_gain_ms = 0.001;
   /// ... and more than `z` standard errors of the measurements it rests on ...
   double z = 2.0;
   /// ... and more than this fraction of the time of the consumers it affects.
-  double min_relative_gain = 0.02;
+  double min_relative_gain = 0.05;
   /// Predicted peak activation memory must stay within this many bytes (nullopt = no limit).
   std::optional<std::int64_t> memory_budget_bytes;
 };

@@ -12,9 +12,9 @@ struct XschedOptions {
   std::string cost;    // cost.json; "" = take it from the stdin stream
   std::string output;  // schedule.json, "-", or "" (stream mode)
   bool explain = false;
-  double min_gain_ms = 0.0005;
+  double min_gain_ms = 0.001;
   double z = 2.0;
-  double min_relative_gain = 0.02;
+  double min_relative_gain = 0.05;
   std::optional<std::string> memory_budget; // "512M", "2G", "1048576"
 };
 
