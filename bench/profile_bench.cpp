@@ -1,6 +1,8 @@
 // xbench-profile: what profiling costs. For each model: one plain forward pass (the JIT, after a
-// warm-up, median of 30), a first xprof profile with an empty timing database, and a second one
-// that reuses it — as ratios: profile / forward, and first / second.
+// warm-up, median of 30), a first xprof profile with an empty timing database, a second one
+// with a setting changed that no measurement depends on (every measurement is reused, the model
+// still runs), and a third with the first one's settings (the finished profile is reused) — as
+// ratios to the forward pass and first / second, first / third.
 //
 // Usage: xbench-profile MODEL.pt ...
 #include <chrono>
@@ -32,8 +34,8 @@ double forwardMs(const std::string& path) {
 }
 
 int run(const std::vector<std::string>& models) {
-  std::printf("%-28s %10s %12s %12s %10s %10s %12s\n", "model", "forward ms", "profile 1 ms",
-              "profile 2 ms", "1/forward", "2/forward", "1st/2nd run");
+  std::printf("%-16s %10s %10s %10s %10s %9s %9s %9s %9s %9s\n", "model", "forward ms", "1st ms",
+              "2nd ms", "3rd ms", "1st/fwd", "2nd/fwd", "3rd/fwd", "1st/2nd", "1st/3rd");
   for (const auto& path : models) {
     const std::string db = (std::filesystem::temp_directory_path() /
                             ("xbench_profile_" + std::to_string(::getpid()) + ".sqlite"))
@@ -43,16 +45,21 @@ int run(const std::vector<std::string>& models) {
     profiler::ProfileOptions o;
     o.model = path;
     o.db_path = db;
-    auto t0 = std::chrono::steady_clock::now();
-    (void)profiler::profileModel(o);
-    const double first = profiler::msSince(t0);
-    t0 = std::chrono::steady_clock::now();
-    (void)profiler::profileModel(o);
-    const double second = profiler::msSince(t0);
+    auto timed = [](const profiler::ProfileOptions& opts) {
+      auto t0 = std::chrono::steady_clock::now();
+      (void)profiler::profileModel(opts);
+      return profiler::msSince(t0);
+    };
+    const double first = timed(o);
+    profiler::ProfileOptions measurements_only = o;
+    measurements_only.min_window_ms = o.min_window_ms * 2;
+    const double second = timed(measurements_only);
+    const double third = timed(o);
     std::filesystem::remove(db);
     std::string name = path.substr(path.rfind('/') + 1);
-    std::printf("%-28s %10.2f %12.1f %12.1f %9.0fx %9.0fx %11.1fx\n", name.c_str(), fwd, first,
-                second, first / fwd, second / fwd, first / second);
+    std::printf("%-16s %10.2f %10.1f %10.1f %10.1f %8.1fx %8.1fx %8.2fx %8.1fx %8.1fx\n",
+                name.c_str(), fwd, first, second, third, first / fwd, second / fwd, third / fwd,
+                first / second, first / third);
   }
   std::printf("(in one process: libtorch's own start-up, ~0.35 s per xprof command, is not "
               "included)\n");
