@@ -19,8 +19,10 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/graph_runner.h"
+#include "xalloc/profiler/idle_windows.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/progress.h"
@@ -44,16 +46,6 @@ using torch::jit::Value;
 
 namespace {
 
-formats::Layout layoutOf(const at::Tensor& t) {
-  formats::Layout l;
-  l.sizes = t.sizes().vec();
-  l.strides = t.strides().vec();
-  l.storage_offset = t.storage_offset();
-  l.dtype = compat::dtypeName(t.scalar_type());
-  l.device = t.device().is_cpu() ? "cpu" : t.device().str();
-  return l;
-}
-
 const c10::StorageImpl* storageOf(const at::Tensor& t) {
   return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
@@ -61,25 +53,6 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
 constexpr int kMeasureMethod = 2;
-
-// The same layout (sizes, strides, offset) over a fresh copy of the tensor's whole storage: the
-// same values at another address. Callers keep the copies of all rounds alive, so that each
-// round really gets memory of its own rather than the block the previous round freed.
-at::Tensor relocated(const at::Tensor& t) {
-  const auto n = static_cast<std::int64_t>(t.storage().nbytes() / t.element_size());
-  at::Tensor storage = at::empty({n}, t.options());
-  storage.copy_(t.as_strided({n}, {1}, 0)); // the whole storage, element for element
-  return storage.as_strided(t.sizes(), t.strides(), t.storage_offset());
-}
-
-// A measurement is noisy when its spread exceeds a quarter of its median.
-bool isNoisy(const TimingStats& s) {
-  return s.samples_ms.size() >= 5 && s.iqr_ms > 0.25 * s.median_ms;
-}
-
-std::string repeatsTag(int warmup, int repeats) {
-  return "|w" + std::to_string(warmup) + "r" + std::to_string(repeats);
-}
 
 // glibc's malloc adapts its mmap threshold to what a process frees, so the same allocation can
 // page-fault in one measurement and not in the next, depending on what came before. Measure in
@@ -166,7 +139,8 @@ public:
       measureConsumers(capture);
     if (o_.sweep)
       measureSweep();
-    findIdleWindows();
+    p_.gpu_idle_events =
+        findCpuIdleWindows(timeline_, p_.ops, static_cast<int>(p_.device.cores), o_.min_window_ms);
     progress_.finish();
     if (db_) {
       p_.settings.timing_db = db_->path();
@@ -556,71 +530,6 @@ private:
     }
   }
 
-  // The cost of converting `tensor` to a contiguous layout, from the database or measured: the
-  // copy into a contiguous buffer reused across repeats (what a conversion costs once its output
-  // memory is warm; the runtime converts into a planned workspace; first touches of fresh pages
-  // depend on the allocator's history, not on the layout). Each sample is paired with a plain
-  // contiguous copy of the same bytes taken right after it: machines drift (a shared CPU runs
-  // 40% slower for seconds at a time), and the ratio of the two cancels that, where the absolute
-  // time cannot. Where the data sits moves the cost too (cache sets, pages), so the samples are
-  // spread over `kRounds` fresh copies of the source at other addresses.
-  static constexpr int kRounds = 3;
-
-  formats::ConversionCost conversionCost(const at::Tensor& tensor, const std::string& source,
-                                         int warmup, int repeats) {
-    const std::string key = "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + "x" +
-                            std::to_string(kRounds);
-    std::optional<StoredTiming> hit = db_ ? db_->get(key) : std::nullopt;
-    std::optional<StoredTiming> ref_hit = hit && db_ ? db_->get(key + "|ref") : std::nullopt;
-    std::optional<StoredTiming> ratio_hit =
-        ref_hit && db_ ? db_->get(key + "|ratio") : std::nullopt;
-    TimingStats s, ref, ratio;
-    if (hit && ref_hit && ratio_hit) {
-      s = hit->stats;
-      ref = ref_hit->stats;
-      ratio = ratio_hit->stats;
-    } else {
-      std::vector<double> samples, ref_samples, ratios;
-      const std::int64_t bytes = tensor.numel() * static_cast<std::int64_t>(tensor.element_size());
-      std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
-      for (int round = 0; round < kRounds; ++round) {
-        placed.push_back(round == 0 ? tensor : relocated(tensor));
-        const at::Tensor& src = placed.back();
-        at::Tensor out =
-            at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
-        at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
-        at::Tensor plain_out = at::empty_like(plain_src);
-        PairedTiming m =
-            timeInterleaved([&] { out.copy_(src); }, [&] { plain_out.copy_(plain_src); },
-                            std::max(warmup, 1), std::max(1, (repeats + kRounds - 1) / kRounds));
-        for (std::size_t i = 0; i < m.a.samples_ms.size(); ++i) {
-          samples.push_back(m.a.samples_ms[i]);
-          ref_samples.push_back(m.b.samples_ms[i]);
-          ratios.push_back(m.b.samples_ms[i] > 0 ? m.a.samples_ms[i] / m.b.samples_ms[i] : 1.0);
-        }
-      }
-      s = summarize(std::move(samples));
-      ref = summarize(std::move(ref_samples));
-      ratio = summarize(std::move(ratios));
-      if (db_) {
-        db_->put(key, {s, 0});
-        db_->put(key + "|ref", {ref, 0});
-        db_->put(key + "|ratio", {ratio, 0});
-      }
-    }
-    formats::ConversionCost c;
-    c.layout = layoutOf(tensor);
-    c.samples_ms = s.samples_ms;
-    c.median_ms = s.median_ms;
-    c.spread_ms = s.iqr_ms;
-    c.reference_ms = ref.median_ms;
-    c.ratio = ratio.median_ms;
-    c.ratio_spread = ratio.iqr_ms;
-    c.noisy = isNoisy(s);
-    c.source = source;
-    return c;
-  }
-
   void measureConversions(const GraphRunner::Trace& t) {
     std::map<std::string, const Record*> todo;
     for (const Record& r : p_.records)
@@ -631,7 +540,8 @@ private:
     for (const auto& [key, r] : todo) {
       const at::Tensor& tensor =
           runner_->valueOf(t, index_->values()[static_cast<std::size_t>(r->id)]).toTensor();
-      p_.conversion_cost_table.push_back(conversionCost(tensor, "model", o_.warmup, o_.repeats));
+      p_.conversion_cost_table.push_back(
+          measureConversionCost(tensor, "model", o_.warmup, o_.repeats, db_.get()));
       progress_.tick(++done);
     }
     if (db_)
@@ -651,8 +561,8 @@ private:
       at::Tensor view = l.materialize();
       // Large copies are stable after a few samples; small ones need the full count.
       const bool large = l.bytes > (std::int64_t{16} << 20);
-      auto c = conversionCost(view, "sweep", large ? 1 : o_.warmup,
-                              large ? std::min(o_.repeats, 6) : o_.repeats);
+      auto c = measureConversionCost(view, "sweep", large ? 1 : o_.warmup,
+                                     large ? std::min(o_.repeats, 6) : o_.repeats, db_.get());
       if (seen.insert(c.key()).second)
         p_.conversion_cost_table.push_back(std::move(c));
       progress_.tick(++done);
@@ -840,51 +750,6 @@ private:
     } else {
       c.time_noncontiguous_ms = b.median_ms;
       c.time_noncontiguous_spread_ms = b.iqr_ms;
-    }
-  }
-
-  // Windows of spare capacity on the CPU. During an op, cores × (1 − utilization) cores are
-  // idle (an op that keeps one of two cores busy leaves one idle); between two ops only the
-  // interpreter's thread is busy. Work in a window around op k can start when the op before k
-  // is done and must be done before the op after k starts.
-  void findIdleWindows() {
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < timeline_.size(); ++i)
-      if (timeline_[i].start_ms >= 0)
-        order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return timeline_[a].start_ms < timeline_[b].start_ms;
-    });
-    const double cores = static_cast<double>(p_.device.cores);
-    std::int64_t next_id = 0;
-    for (std::size_t k = 1; k + 1 < order.size(); ++k) {
-      const std::size_t prev = order[k - 1], cur = order[k], next = order[k + 1];
-      const double prev_end = timeline_[prev].start_ms + timeline_[prev].duration_ms;
-      const double gap = timeline_[cur].start_ms - prev_end;
-      if (gap >= o_.min_window_ms && cores > 1) {
-        formats::IdleEvent e;
-        e.id = next_id++;
-        e.after_op_id = static_cast<std::int64_t>(prev);
-        e.before_op_id = static_cast<std::int64_t>(cur);
-        e.start_ms = prev_end;
-        e.duration_ms = gap;
-        e.spare_cores = cores - 1;
-        e.kind = "host-gap";
-        p_.gpu_idle_events.push_back(e);
-      }
-      const formats::Op& op = p_.ops[cur];
-      const double spare = cores * (1.0 - op.utilization);
-      if (op.duration_ms >= o_.min_window_ms && spare >= 0.25) {
-        formats::IdleEvent e;
-        e.id = next_id++;
-        e.after_op_id = static_cast<std::int64_t>(prev);
-        e.before_op_id = static_cast<std::int64_t>(next);
-        e.start_ms = timeline_[cur].start_ms;
-        e.duration_ms = op.duration_ms;
-        e.spare_cores = spare;
-        e.kind = "cpu-spare";
-        p_.gpu_idle_events.push_back(e);
-      }
     }
   }
 

@@ -20,6 +20,7 @@
 #include "xalloc/io.h"
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/graph_runner.h"
+#include "xalloc/profiler/idle_windows.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/profiler.h"
 #include "xalloc/profiler/timing_db.h"
@@ -288,6 +289,38 @@ TEST(Profiler, EveryConsumerOfANonContiguousValueIsTimedBothWays) {
     for (const auto& c : r.consumers)
       through_list |= c.measured && c.note == "measured through prim::ListConstruct";
   EXPECT_TRUE(through_list);
+}
+
+// Three ops on two cores: a single-threaded op (one core spare), a 0.5 ms gap of host work, a
+// parallel op (nothing spare), then a last op. Windows are only ever between two ops.
+TEST(IdleWindows, SpareCoresDuringOpsAndHostGapsBetweenThem) {
+  std::vector<profiler::OpTiming> timeline = {{0.0, 1.0}, {1.0, 2.0}, {3.5, 1.0}, {4.5, 1.0}};
+  std::vector<formats::Op> ops(4);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    ops[i].id = static_cast<std::int64_t>(i);
+    ops[i].duration_ms = timeline[i].duration_ms;
+  }
+  ops[1].utilization = 0.5; // one of two cores busy
+  ops[2].utilization = 1.0;
+  auto w = profiler::findCpuIdleWindows(timeline, ops, 2, 0.01);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].kind, "cpu-spare");
+  EXPECT_EQ(w[0].after_op_id, 0);
+  EXPECT_EQ(w[0].before_op_id, 2);
+  EXPECT_DOUBLE_EQ(w[0].spare_cores, 1.0);
+  EXPECT_DOUBLE_EQ(w[0].duration_ms, 2.0);
+  EXPECT_EQ(w[1].kind, "host-gap");
+  EXPECT_EQ(w[1].after_op_id, 1);
+  EXPECT_EQ(w[1].before_op_id, 2);
+  EXPECT_DOUBLE_EQ(w[1].start_ms, 3.0);
+  EXPECT_DOUBLE_EQ(w[1].duration_ms, 0.5);
+  // On one core the interpreter's host work leaves nothing spare; an op that kept the core busy
+  // half the time still leaves half of it. A longer minimum hides the gap.
+  auto one = profiler::findCpuIdleWindows(timeline, ops, 1, 0.01);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].kind, "cpu-spare");
+  EXPECT_DOUBLE_EQ(one[0].spare_cores, 0.5);
+  EXPECT_EQ(profiler::findCpuIdleWindows(timeline, ops, 2, 1.0).size(), 1u);
 }
 
 TEST(TimingDb, ReusesOnlyMatchingDeviceAndLibrary) {

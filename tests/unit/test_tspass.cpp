@@ -60,6 +60,15 @@ formats::Decision syncOf(const GraphIndex& index, std::int64_t producer,
   return d;
 }
 
+// Removes the first aten::contiguous of the graph.
+formats::Decision removeFirstConversion(const GraphIndex& index) {
+  formats::Decision d;
+  d.action = Action::Remove;
+  d.producer = opOf(index, c10::aten::contiguous);
+  d.anchor = index.anchor(d.producer);
+  return d;
+}
+
 const char* kTwoConsumers = R"JIT(
 def forward(self, x):
     y = x.transpose(0, 1)
@@ -211,10 +220,7 @@ def forward(self, x):
   auto g = inlineMethod(m, "forward");
   GraphIndex index(*g);
   auto s = scheduleFor(index);
-  formats::Decision d;
-  d.action = Action::Remove;
-  d.producer = opOf(index, c10::aten::contiguous);
-  d.anchor = index.anchor(d.producer);
+  formats::Decision d = removeFirstConversion(index);
   d.input_anchor = index.anchor(opOf(index, c10::aten::relu));
   s.decisions.push_back(d);
   auto report = applySchedule(g, s);
@@ -256,11 +262,7 @@ def forward(self, x):
   auto g2 = inlineMethod(m2, "forward");
   GraphIndex index2(*g2);
   auto s2 = scheduleFor(index2);
-  formats::Decision d;
-  d.action = Action::Remove;
-  d.producer = opOf(index2, c10::aten::contiguous);
-  d.anchor = index2.anchor(d.producer);
-  s2.decisions.push_back(d);
+  s2.decisions.push_back(removeFirstConversion(index2));
   EXPECT_EQ(applySchedule(g2, s2).results[0].status, ApplyStatus::Skipped);
   EXPECT_EQ(nodesOf(*g2, c10::aten::contiguous).size(), 1u);
 }
