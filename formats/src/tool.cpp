@@ -40,7 +40,7 @@ int runGuarded(const std::string& tool, const std::function<int()>& body) {
     const InputError located = formats::inputErrorAt(e, tool);
     printError(located.where(), located.message());
   } catch (const std::exception& e) {
-    printError(tool, std::string("internal error: ") + e.what());
+    printError(tool, "internal error: " + firstLine(e.what()));
   }
   return kExitError;
 }

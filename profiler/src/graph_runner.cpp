@@ -164,9 +164,8 @@ struct GraphRunner::Impl {
       try {
         ops.emplace(n, n->getOperation());
       } catch (const std::exception& e) {
-        std::string what = e.what();
         throw InputError("", "op " + whereIs(index, n) +
-                                 " is not supported by xprof: " + what.substr(0, what.find('\n')));
+                                 " is not supported by xprof: " + firstLine(e.what()));
       }
     }
   }

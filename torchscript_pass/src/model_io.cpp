@@ -12,17 +12,6 @@
 
 namespace xalloc::tspass {
 
-namespace {
-// libtorch errors carry a C++ backtrace after the first line; users need only the first line.
-std::string firstLine(const std::string& s) {
-  auto nl = s.find('\n');
-  std::string line = s.substr(0, nl);
-  if (line.size() > 200)
-    line = line.substr(0, 200) + "...";
-  return line;
-}
-} // namespace
-
 LoadedModel loadModel(const std::string& path) {
   LoadedModel m;
   m.path = path;

@@ -37,6 +37,10 @@ public:
   using Error::Error;
 };
 
+/// The first line of an exception's message, at most 200 characters: libtorch appends a C++
+/// backtrace to its messages, and a tool reports errors in one line.
+std::string firstLine(const std::string& message);
+
 namespace detail {
 [[noreturn]] void throwLogicError(const char* file, int line, const std::string& msg);
 } // namespace detail
