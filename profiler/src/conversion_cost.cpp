@@ -2,7 +2,6 @@
 #include "xalloc/profiler/conversion_cost.h"
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -46,14 +45,12 @@ formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const st
                                               int warmup, int repeats, TimingDb* db) {
   const std::string key = "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + "x" +
                           std::to_string(kRounds);
-  std::optional<StoredTiming> hit = db ? db->get(key) : std::nullopt;
-  std::optional<StoredTiming> ref_hit = hit && db ? db->get(key + "|ref") : std::nullopt;
-  std::optional<StoredTiming> ratio_hit = ref_hit && db ? db->get(key + "|ratio") : std::nullopt;
+  auto hit = db ? db->getAll({key, key + "|ref", key + "|ratio"}) : std::nullopt;
   TimingStats s, ref, ratio;
-  if (hit && ref_hit && ratio_hit) {
-    s = hit->stats;
-    ref = ref_hit->stats;
-    ratio = ratio_hit->stats;
+  if (hit) {
+    s = (*hit)[0].stats;
+    ref = (*hit)[1].stats;
+    ratio = (*hit)[2].stats;
   } else {
     std::vector<double> samples, ref_samples, ratios;
     const std::int64_t bytes = tensor.numel() * static_cast<std::int64_t>(tensor.element_size());

@@ -68,16 +68,14 @@ void steadyStateMalloc() {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
-// Tensors saved with torch.save: one tensor, or a tuple or list of inputs.
-std::vector<c10::IValue> loadInputFile(const std::string& path) {
-  std::string bytes = readFile(path);
+// Tensors saved with torch.save (the bytes of `path`): one tensor, or a tuple or list of inputs.
+std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path) {
   c10::IValue v;
   try {
     v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    std::string what = e.what();
     throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " +
-                               what.substr(0, what.find('\n')));
+                               firstLine(e.what()));
   }
   if (v.isTuple())
     return v.toTupleRef().elements().vec();
@@ -158,7 +156,9 @@ private:
   void prepareInputs(tspass::LoadedModel& model) {
     std::vector<c10::IValue> tensors;
     if (!o_.input_file.empty()) {
-      tensors = loadInputFile(o_.input_file);
+      const std::string bytes = readFile(o_.input_file);
+      input_file_sha256_ = sha256Hex(bytes);
+      tensors = parseInputFile(bytes, o_.input_file);
       p_.settings.input_file = o_.input_file;
       for (std::size_t i = 0; i < tensors.size(); ++i)
         if (tensors[i].isTensor()) {
@@ -203,7 +203,7 @@ private:
         {"model", p_.model.sha256},
         {"method", o_.method},
         {"inputs", nlohmann::json::array()},
-        {"input_file", o_.input_file.empty() ? "" : sha256File(o_.input_file)},
+        {"input_file", input_file_sha256_},
         {"iterations", o_.iterations},
         {"warmup", o_.warmup},
         {"repeats", o_.repeats},
@@ -254,9 +254,7 @@ private:
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      throw InputError(o_.model, "the model failed on the example inputs: " +
-                                     what.substr(0, what.find('\n')));
+      throw InputError(o_.model, "the model failed on the example inputs: " + firstLine(e.what()));
     }
   }
 
@@ -295,6 +293,7 @@ private:
         cached[i] = db_->get(keys[i]);
       complete = complete && cached[i].has_value();
     }
+    const auto groups = groupByKey(keys);
     std::vector<TimingStats> stats(n);
     if (complete) {
       for (std::size_t i = 0; i < n; ++i)
@@ -317,7 +316,7 @@ private:
       // Ops with the same signature (the same op on the same layouts) share one entry in the
       // database: their samples are pooled here too, so this profile and a later one that
       // reads the entry report the same time.
-      for (const auto& [key, members] : groupByKey(keys)) {
+      for (const auto& [key, members] : groups) {
         std::vector<double> pooled;
         for (std::size_t i : members)
           pooled.insert(pooled.end(), samples[i].begin(), samples[i].end());
@@ -353,7 +352,7 @@ private:
       else if (line.op_ms[i] > 0.001)
         utilization[i] = std::clamp(line.op_cpu_ms[i] / (line.op_ms[i] * cores), 0.0, 1.0);
     if (!complete)
-      for (const auto& [key, members] : groupByKey(keys)) {
+      for (const auto& [key, members] : groups) {
         double sum = 0;
         int count = 0;
         for (std::size_t i : members)
@@ -407,13 +406,11 @@ private:
   bool loadTimeline(const std::string& key, std::size_t n, GraphRunner::Trace& line) {
     if (!db_)
       return false;
-    auto starts = db_->get(key + "|start");
-    auto durations = starts ? db_->get(key + "|duration") : std::nullopt;
-    if (!durations || starts->stats.samples_ms.size() != n ||
-        durations->stats.samples_ms.size() != n)
+    auto hit = db_->getAll({key + "|start", key + "|duration"});
+    if (!hit || (*hit)[0].stats.samples_ms.size() != n || (*hit)[1].stats.samples_ms.size() != n)
       return false;
-    line.op_start_ms = starts->stats.samples_ms;
-    line.op_ms = durations->stats.samples_ms;
+    line.op_start_ms = std::move((*hit)[0].stats.samples_ms);
+    line.op_ms = std::move((*hit)[1].stats.samples_ms);
     line.op_cpu_ms.assign(n, 0.0);
     return true;
   }
@@ -559,12 +556,13 @@ private:
     std::size_t done = 0;
     for (const auto& l : layouts) {
       at::Tensor view = l.materialize();
-      // Large copies are stable after a few samples; small ones need the full count.
-      const bool large = l.bytes > (std::int64_t{16} << 20);
-      auto c = measureConversionCost(view, "sweep", large ? 1 : o_.warmup,
-                                     large ? std::min(o_.repeats, 6) : o_.repeats, db_.get());
-      if (seen.insert(c.key()).second)
-        p_.conversion_cost_table.push_back(std::move(c));
+      if (seen.insert(layoutOf(view).key()).second) { // the model's layouts are measured already
+        // Large copies are stable after a few samples; small ones need the full count.
+        const bool large = l.bytes > (std::int64_t{16} << 20);
+        p_.conversion_cost_table.push_back(
+            measureConversionCost(view, "sweep", large ? 1 : o_.warmup,
+                                  large ? std::min(o_.repeats, 6) : o_.repeats, db_.get()));
+      }
       progress_.tick(++done);
       if (db_ && done % 32 == 0)
         db_->commit();
@@ -720,12 +718,10 @@ private:
     c.same_output_layout = sameLayout(out_a, out_b);
     const std::string key = "consumer|" + opSignature(reader, as_is) + "|swap:" + swap_at + "|" +
                             layoutSignature(other) + repeatsTag(o_.warmup, o_.repeats);
-    std::optional<StoredTiming> a_hit = db_ ? db_->get(key + "|a") : std::nullopt;
-    std::optional<StoredTiming> b_hit = a_hit && db_ ? db_->get(key + "|b") : std::nullopt;
-    std::optional<StoredTiming> d_hit = b_hit && db_ ? db_->get(key + "|d") : std::nullopt;
+    auto hit = db_ ? db_->getAll({key + "|a", key + "|b", key + "|d"}) : std::nullopt;
     PairedTiming m;
-    if (a_hit && b_hit && d_hit) {
-      m = {a_hit->stats, b_hit->stats, d_hit->stats};
+    if (hit) {
+      m = {(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
     } else {
       m = timeInterleaved([&] { (void)runner_->runOp(reader, as_is); },
                           [&] { (void)runner_->runOp(reader, swapped); }, o_.warmup, o_.repeats);
@@ -761,6 +757,7 @@ private:
   std::unique_ptr<GraphRunner> runner_;
   std::unique_ptr<TimingDb> db_;
   std::vector<c10::IValue> inputs_;
+  std::string input_file_sha256_; // "" without --input-file
   std::vector<OpTiming> timeline_;
 };
 

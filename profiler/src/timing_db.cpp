@@ -134,6 +134,17 @@ std::optional<StoredTiming> TimingDb::get(const std::string& key) {
   return t;
 }
 
+std::optional<std::vector<StoredTiming>> TimingDb::getAll(const std::vector<std::string>& keys) {
+  std::vector<StoredTiming> out;
+  for (const auto& key : keys) {
+    auto hit = get(key);
+    if (!hit)
+      return std::nullopt;
+    out.push_back(std::move(*hit));
+  }
+  return out;
+}
+
 void TimingDb::put(const std::string& key, const StoredTiming& value) {
   begin();
   const std::string samples = nlohmann::json(value.stats.samples_ms).dump();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xalloc/profiler/measure.h"
 
@@ -33,6 +34,9 @@ public:
   TimingDb& operator=(const TimingDb&) = delete;
 
   std::optional<StoredTiming> get(const std::string& key);
+  /// Every one of `keys` (a measurement stored as several entries), or nothing when one is
+  /// missing; reading stops at the first miss.
+  std::optional<std::vector<StoredTiming>> getAll(const std::vector<std::string>& keys);
   void put(const std::string& key, const StoredTiming& value);
   /// Whole documents (a finished profile), scoped like the measurements; not counted in
   /// hits() and misses(), which count measurements.
