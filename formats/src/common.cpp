@@ -63,10 +63,14 @@ bool Anchor::sameSite(const Anchor& o) const {
          ordinal == o.ordinal;
 }
 
+std::string Anchor::location() const {
+  if (file.empty() || line <= 0)
+    return file;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
+
 std::string Anchor::describe() const {
-  std::string s = file.empty() ? std::string("<unknown>") : file;
-  if (line > 0)
-    s += ":" + std::to_string(line) + ":" + std::to_string(col);
+  std::string s = file.empty() ? std::string("<unknown>") : location();
   if (!function.empty())
     s += " " + function;
   if (!expr.empty())

@@ -24,7 +24,7 @@ std::string whereIs(const tspass::GraphIndex& index, const Node* n) {
   const auto& a = index.anchor(id);
   std::string s = std::string(n->kind().toQualString());
   if (!a.file.empty())
-    s += " at " + a.file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
+    s += " at " + a.location();
   return s;
 }
 

@@ -20,12 +20,6 @@ namespace xalloc::rewriter {
 
 namespace {
 
-std::string location(const formats::Anchor& a) {
-  if (a.file.empty())
-    return "";
-  return a.file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
-}
-
 void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s, bool quiet) {
   for (const auto& r : report.results) {
     const auto& d = s.decisions[r.decision_index];
@@ -34,9 +28,9 @@ void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s
                       tspass::applyStatusName(r.status) + ": " + r.message;
     if (r.status == tspass::ApplyStatus::Skipped ||
         (r.status == tspass::ApplyStatus::NotFound && r.action != formats::Action::Remove))
-      printWarning(location(r.anchor), msg);
+      printWarning(r.anchor.location(), msg);
     else if (!quiet)
-      printNote(location(r.anchor), msg);
+      printNote(r.anchor.location(), msg);
   }
 }
 

@@ -55,6 +55,8 @@ struct Anchor {
   std::int64_t col = 0;
   /// True when file, function, expr, op and ordinal agree (line and column are ignored).
   bool sameSite(const Anchor& other) const;
+  /// "model.py:47:12" in compiler style; "" when the file is unknown.
+  std::string location() const;
   /// "model.py:47:12 CausalSelfAttention.forward `k.transpose(-2, -1)` #1"
   std::string describe() const;
 };
