@@ -58,6 +58,12 @@ bool solve(const std::vector<Sample>& s, bool use_ndim, CostModelEntry& e) {
   return true;
 }
 
+// The fitted line itself, without the bandwidth floor.
+double rawClassic(const CostModelEntry& e, const Layout& layout) {
+  return e.alpha * static_cast<double>(layout.numel()) +
+         e.beta * static_cast<double>(layout.ndim()) + e.gamma;
+}
+
 double rSquared(const std::vector<Sample>& s, const CostModelEntry& e) {
   double mean = 0;
   for (const auto& x : s)
@@ -65,8 +71,7 @@ double rSquared(const std::vector<Sample>& s, const CostModelEntry& e) {
   mean /= static_cast<double>(s.size());
   double ss_tot = 0, ss_res = 0;
   for (const auto& x : s) {
-    double raw = e.alpha * static_cast<double>(x.layout.numel()) +
-                 e.beta * static_cast<double>(x.layout.ndim()) + e.gamma;
+    const double raw = rawClassic(e, x.layout);
     ss_res += (x.ms - raw) * (x.ms - raw);
     ss_tot += (x.ms - mean) * (x.ms - mean);
   }
@@ -102,8 +107,7 @@ CostModelEntry fitClassic(const std::vector<Sample>& samples, const std::string&
 }
 
 double predictClassic(const CostModelEntry& e, const Layout& layout) {
-  double raw = e.alpha * static_cast<double>(layout.numel()) +
-               e.beta * static_cast<double>(layout.ndim()) + e.gamma;
+  const double raw = rawClassic(e, layout);
   double floor_ms = 0;
   if (e.floor_gbps > 0)
     floor_ms = static_cast<double>(layout.bytes()) / (e.floor_gbps * 1e9) * 1e3;
@@ -162,13 +166,14 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
   return cost;
 }
 
-CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {}
+CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {
+  for (const auto& c : cost_.conversion_cost_table)
+    measured_.emplace(c.key(), &c);
+}
 
 std::optional<CostPredictor::Prediction> CostPredictor::predict(const Layout& layout) const {
-  const std::string key = layout.key();
-  for (const auto& c : cost_.conversion_cost_table)
-    if (c.key() == key)
-      return Prediction{c.median_ms, c.spread_ms, "measured"};
+  if (auto it = measured_.find(layout.key()); it != measured_.end())
+    return Prediction{it->second->median_ms, it->second->spread_ms, "measured"};
   const std::string group = formats::dtypeGroup(layout.dtype);
   for (const auto& e : cost_.cost_model)
     if (e.device == layout.device && e.dtype_group == group)

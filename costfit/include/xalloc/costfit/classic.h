@@ -3,6 +3,7 @@
 // never beat the measured copy bandwidth.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@ public:
 
 private:
   const formats::Cost& cost_;
+  std::map<std::string, const formats::ConversionCost*> measured_; // by layout key, first wins
 };
 
 } // namespace xalloc::costfit
