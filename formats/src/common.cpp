@@ -179,8 +179,7 @@ DeviceInfo readDeviceInfo(const JsonReader& r) {
   d.name = r.getString("name", "");
   d.threads = r.getInt("threads", 1);
   d.cores = r.getInt("cores", d.threads);
-  d.copy_bandwidth_gbps =
-      r.find("copy_bandwidth_gbps") ? r.at("copy_bandwidth_gbps").toNonNegative() : 0;
+  d.copy_bandwidth_gbps = r.getNonNegative("copy_bandwidth_gbps", 0);
   if (auto c = r.find("caches")) {
     d.caches.l1d_bytes = c->getInt("l1d_bytes", 0);
     d.caches.l2_bytes = c->getInt("l2_bytes", 0);
@@ -213,11 +212,10 @@ Op readOp(const JsonReader& r) {
   if (auto a = r.find("anchor"))
     o.anchor = readAnchor(*a);
   o.scope = r.getString("scope", "");
-  o.start_ms = r.find("start_ms") ? r.at("start_ms").toNonNegative() : 0;
+  o.start_ms = r.getNonNegative("start_ms", 0);
   o.duration_ms = r.at("duration_ms").toNonNegative();
   o.noisy = r.getBool("noisy", false);
-  o.duration_spread_ms =
-      r.find("duration_spread_ms") ? r.at("duration_spread_ms").toNonNegative() : 0;
+  o.duration_spread_ms = r.getNonNegative("duration_spread_ms", 0);
   o.utilization = r.getNumber("utilization", 0);
   if (auto i = r.find("inputs"))
     o.inputs = i->toIntVector();
@@ -242,9 +240,9 @@ IdleEvent readIdleEvent(const JsonReader& r) {
   e.id = r.at("id").toCount();
   e.before_op_id = r.at("before_op_id").toCount();
   e.after_op_id = r.at("after_op_id").toCount();
-  e.start_ms = r.find("start_ms") ? r.at("start_ms").toNonNegative() : 0;
+  e.start_ms = r.getNonNegative("start_ms", 0);
   e.duration_ms = r.at("duration_ms").toNonNegative();
-  e.spare_cores = r.find("spare_cores") ? r.at("spare_cores").toNonNegative() : 0;
+  e.spare_cores = r.getNonNegative("spare_cores", 0);
   e.device = r.getString("device", "cpu");
   e.kind = r.getString("kind", "");
   return e;
@@ -278,7 +276,7 @@ ConversionCost readConversionCost(const JsonReader& r) {
   c.layout = readLayout(r);
   c.samples_ms = r.at("samples_ms").toNumberVector();
   c.median_ms = r.at("median_ms").toNonNegative();
-  c.spread_ms = r.find("spread_ms") ? r.at("spread_ms").toNonNegative() : 0;
+  c.spread_ms = r.getNonNegative("spread_ms", 0);
   c.noisy = r.getBool("noisy", false);
   c.source = r.getString("source", "model");
   if (auto f = r.find("reference_ms"))

@@ -59,7 +59,7 @@ CostModelEntry readCostModelEntry(const JsonReader& r) {
   e.n_samples = r.at("n_samples").toCount();
   e.r2 = r.getNumber("r2", 0);
   e.fit = r.getString("fit", "least_squares");
-  e.floor_gbps = r.find("floor_gbps") ? r.at("floor_gbps").toNonNegative() : 0;
+  e.floor_gbps = r.getNonNegative("floor_gbps", 0);
   if (auto h = r.find("holdout"))
     e.holdout = readFitQuality(*h);
   return e;

@@ -180,6 +180,10 @@ double JsonReader::getNumber(std::string_view key, double def) const {
   auto f = find(key);
   return f ? f->toNumber() : def;
 }
+double JsonReader::getNonNegative(std::string_view key, double def) const {
+  auto f = find(key);
+  return f ? f->toNonNegative() : def;
+}
 bool JsonReader::getBool(std::string_view key, bool def) const {
   auto f = find(key);
   return f ? f->toBool() : def;

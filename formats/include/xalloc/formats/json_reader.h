@@ -82,6 +82,7 @@ public:
   std::string getString(std::string_view key, std::string def) const;
   std::int64_t getInt(std::string_view key, std::int64_t def) const;
   double getNumber(std::string_view key, double def) const;
+  double getNonNegative(std::string_view key, double def) const;
   bool getBool(std::string_view key, bool def) const;
   std::optional<double> getOptionalNumber(std::string_view key) const;
   std::optional<std::int64_t> getOptionalInt(std::string_view key) const;
