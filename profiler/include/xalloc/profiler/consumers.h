@@ -1,0 +1,34 @@
+// What a layout change does to a value's consumers: each consumer re-run in isolation on the
+// captured inputs, with the value as it is and with the other layout (xprof's consumer timings).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "xalloc/formats/profile.h"
+#include "xalloc/profiler/graph_runner.h"
+
+namespace xalloc::profiler {
+
+class TimingDb;
+
+/// A finished capture run and how to measure in it.
+struct ConsumerContext {
+  const GraphRunner& runner;
+  const tspass::GraphIndex& index;
+  const GraphRunner::Trace& trace; // with every value kept
+  TimingDb* db;                    // nullptr: measure everything
+  int warmup;
+  int repeats;
+};
+
+/// Fills `c` (a consumer of `v`) with timings of its reader with `v` as it is and with `other`
+/// in its place: `other` is `v` made contiguous (`to_contiguous`), or, for the output of an
+/// existing aten::contiguous, the conversion's non-contiguous input. Ops that only read
+/// metadata, mutate, have side effects, sit in a branch not taken or fail are not timed; the
+/// note says why. Outputs of the two runs are compared on every call (identical_output,
+/// same_output_layout); only timings come from the database. A list or tuple consumer is
+/// measured through the one op that reads it, with `v` swapped inside the list.
+void measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
+                     const at::Tensor& other, bool to_contiguous, formats::ConsumerTiming& c);
+
+} // namespace xalloc::profiler

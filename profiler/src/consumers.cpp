@@ -1,0 +1,167 @@
+// measureConsumer: one consumer of a value re-run in isolation with the value as it is and
+// with another layout, interleaved, with its outputs compared bit for bit.
+#include "xalloc/profiler/consumers.h"
+
+#include <set>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/profiler/conversion_cost.h"
+#include "xalloc/profiler/signature.h"
+#include "xalloc/profiler/timing_db.h"
+#include "xalloc/profiler/value_compare.h"
+
+namespace xalloc::profiler {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+// Ops that look at a tensor's metadata and never at its elements: no layout can make them
+// faster, so they are not re-run.
+bool readsOnlyMetadata(const Node* n) {
+  static const std::set<std::string> kinds = {
+      "aten::size",      "aten::dim",           "aten::numel",
+      "aten::len",       "prim::device",        "prim::dtype",
+      "prim::layout",    "prim::requires_grad", "prim::is_cuda",
+      "aten::stride",    "aten::is_contiguous", "aten::__is__",
+      "aten::__isnot__", "prim::shape",         "aten::is_floating_point"};
+  return kinds.count(n->kind().toQualString()) > 0;
+}
+
+// The op that really reads a value: the consumer itself, or, when the consumer only builds a
+// list or tuple (torch.cat([a, b])), the one op that reads that list.
+const Node* readerOf(const Node* user, std::string* via) {
+  if (user->kind() != c10::prim::ListConstruct && user->kind() != c10::prim::TupleConstruct)
+    return user;
+  const auto& uses = user->output()->uses();
+  if (uses.size() != 1)
+    return nullptr;
+  *via = std::string("measured through ") + user->kind().toQualString();
+  return uses.front().user;
+}
+
+} // namespace
+
+void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
+                     bool to_contiguous, formats::ConsumerTiming& c) {
+  const GraphRunner& runner = ctx.runner;
+  const GraphRunner::Trace& t = ctx.trace;
+  const Node* user = ctx.index.ops()[static_cast<std::size_t>(c.op_id)];
+  if (readsOnlyMetadata(user)) {
+    c.note = "reads only sizes or flags, not the data; not re-run";
+    return;
+  }
+  std::string via;
+  const Node* reader = readerOf(user, &via);
+  if (!reader) {
+    c.note =
+        std::string("builds a ") + user->kind().toQualString() + " read by several ops; not re-run";
+    return;
+  }
+  if (!GraphRunner::canRunInIsolation(reader)) {
+    c.note = reader->kind().ns() == c10::namespaces::aten
+                 ? "mutates an input or has side effects; not re-run"
+                 : "not an aten op; not re-run in isolation";
+    return;
+  }
+  for (const Node* n : {user, reader})
+    for (const Value* in : n->inputs())
+      if (!runner.hasValue(t, in)) {
+        c.note = "not executed with the example inputs (a branch not taken)";
+        return;
+      }
+  // The reader's inputs with v replaced by `x` (inside the list when the reader takes a list):
+  // as they were with v itself, and swapped with the other layout.
+  auto stackWith = [&](const at::Tensor& x, std::string* swap_at) {
+    torch::jit::Stack stack;
+    for (std::size_t i = 0; i < reader->inputs().size(); ++i) {
+      const Value* in = reader->input(i);
+      if (in == v) {
+        stack.push_back(c10::IValue(x));
+        if (swap_at)
+          *swap_at += std::to_string(i) + ",";
+      } else if (reader != user && in == user->output()) {
+        std::vector<c10::IValue> elems;
+        for (std::size_t k = 0; k < user->inputs().size(); ++k) {
+          const Value* e = user->input(k);
+          elems.push_back(e == v ? c10::IValue(x) : runner.valueOf(t, e));
+          if (e == v && swap_at)
+            *swap_at += std::to_string(i) + "." + std::to_string(k) + ",";
+        }
+        if (user->kind() == c10::prim::TupleConstruct) {
+          stack.emplace_back(c10::ivalue::Tuple::create(std::move(elems)));
+        } else {
+          c10::impl::GenericList list(
+              user->output()->type()->expectRef<c10::ListType>().getElementType());
+          for (auto& e : elems)
+            list.push_back(std::move(e));
+          stack.emplace_back(std::move(list));
+        }
+      } else {
+        stack.push_back(runner.valueOf(t, in));
+      }
+    }
+    return stack;
+  };
+  const at::Tensor& value = runner.valueOf(t, v).toTensor();
+  std::string swap_at;
+  const torch::jit::Stack as_is = stackWith(value, nullptr);
+  const torch::jit::Stack swapped = stackWith(other, &swap_at);
+  std::vector<c10::IValue> out_a, out_b;
+  try {
+    out_a = runner.runOp(reader, as_is);
+  } catch (const std::exception&) {
+    c.note = "failed when re-run in isolation";
+    return;
+  }
+  try {
+    out_b = runner.runOp(reader, swapped);
+  } catch (const std::exception&) {
+    if (to_contiguous) {
+      c.note = "failed with a contiguous input";
+    } else {
+      c.accepts_noncontiguous = false;
+      c.note = "refuses a non-contiguous input";
+    }
+    return;
+  }
+  // Correctness is checked on every run; only the timings come from the database.
+  c.identical_output = bitwiseEqual(out_a, out_b);
+  c.same_output_layout = sameLayout(out_a, out_b);
+  const std::string key = "consumer|" + opSignature(reader, as_is) + "|swap:" + swap_at + "|" +
+                          layoutSignature(other) + repeatsTag(ctx.warmup, ctx.repeats);
+  auto hit = ctx.db ? ctx.db->getAll({key + "|a", key + "|b", key + "|d"}) : std::nullopt;
+  PairedTiming m;
+  if (hit) {
+    m = {(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
+  } else {
+    m = timeInterleaved([&] { (void)runner.runOp(reader, as_is); },
+                        [&] { (void)runner.runOp(reader, swapped); }, ctx.warmup, ctx.repeats);
+    if (ctx.db) {
+      ctx.db->put(key + "|a", {m.a, 0});
+      ctx.db->put(key + "|b", {m.b, 0});
+      ctx.db->put(key + "|d", {m.delta, 0});
+    }
+  }
+  const TimingStats& a = m.a;
+  const TimingStats& b = m.b;
+  c.delta_ms = m.delta.median_ms;
+  c.delta_spread_ms = m.delta.iqr_ms;
+  c.measured = true;
+  c.noisy = isNoisy(a) || isNoisy(b);
+  c.note = via;
+  c.time_as_is_ms = a.median_ms;
+  c.time_as_is_spread_ms = a.iqr_ms;
+  if (to_contiguous) {
+    c.time_contiguous_ms = b.median_ms;
+    c.time_contiguous_spread_ms = b.iqr_ms;
+  } else {
+    c.time_noncontiguous_ms = b.median_ms;
+    c.time_noncontiguous_spread_ms = b.iqr_ms;
+  }
+}
+
+} // namespace xalloc::profiler
