@@ -111,6 +111,9 @@ json toJson(const Schedule& s) {
       {"solver", m.solver},
       {"optimal", m.optimal},
       {"gap", m.gap},
+      {"predicted_time_bound_ms", roundMs(m.predicted_time_bound_ms)},
+      {"nodes", m.nodes},
+      {"window_safety", m.window_safety},
       {"counts",
        {{"sync", s.count(Action::Sync)},
         {"async", s.count(Action::Async)},
@@ -148,6 +151,10 @@ Schedule readSchedule(const JsonReader& r) {
   s.summary.solver = m.getString("solver");
   s.summary.optimal = m.getBool("optimal");
   s.summary.gap = m.at("gap").toNonNegative();
+  s.summary.predicted_time_bound_ms =
+      m.getNumber("predicted_time_bound_ms", s.summary.predicted_time_after_ms);
+  s.summary.nodes = static_cast<std::int64_t>(m.getNonNegative("nodes", 0));
+  s.summary.window_safety = m.getNumber("window_safety", 0.9);
   return s;
 }
 

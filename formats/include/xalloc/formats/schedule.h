@@ -40,6 +40,11 @@ struct ScheduleSummary {
   std::string solver;
   bool optimal = false;
   double gap = 0; // relative optimality gap, 0 when optimal
+  /// No plan is predicted faster than this (the solver's bound); equals the predicted time after
+  /// when the plan is optimal.
+  double predicted_time_bound_ms = 0;
+  std::int64_t nodes = 0;     // branch-and-bound nodes the solver visited
+  double window_safety = 0.9; // fraction of each idle window's capacity the plan may fill
 };
 
 struct Schedule {
