@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages x-allocator needs. Idempotent and quiet when everything is present.
-# Used by `make deps` (and so by every build) and by .ci/run.
+# Used by `make deps` (and so by every build) and by .ci/run. glpk-utils and coinor-cbc are
+# only used by the tests, to check the scheduler's exact solver against an ILP solver.
 set -euo pipefail
 
 PACKAGES=(
@@ -10,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
   python3-jsonschema
+  glpk-utils coinor-cbc
 )
 
 missing=()
