@@ -58,5 +58,8 @@ done
 echo "== memory planning"
 xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 
+echo "== scheduler: exact solver on seeded instances"
+xbench-sched
+
 echo "== micro-benchmarks"
 xbench-micro --benchmark_min_time=0.2

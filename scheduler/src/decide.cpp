@@ -11,6 +11,7 @@
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
 #include "xalloc/memplan/liveness.h"
+#include "xalloc/scheduler/problem.h"
 
 namespace xalloc::scheduler {
 
@@ -29,6 +30,14 @@ double medianStandardError(double iqr, std::int64_t n) {
 
 namespace {
 
+// A site as the per-site rules see it: the decision they would take alone, and what an async
+// conversion of it would gain.
+struct Candidate {
+  Decision decision;
+  double saving = 0, cost = 0, margin = 0;
+  bool can_async = false; // the saving beats the noise margin once the cost is hidden
+};
+
 std::string fmtMs(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f ms", ms);
@@ -40,17 +49,19 @@ public:
   Decider(const Profile& p, const formats::Cost& c, const SchedOptions& o)
       : p_(p), predictor_(c), o_(o) {}
 
-  std::vector<Decision> decideAll() {
-    std::vector<Decision> out;
+  std::vector<Candidate> decideAll() {
+    std::vector<Candidate> out;
     for (const Record& r : p_.records) {
       if (!r.producer_op || r.consumers.empty() || r.in_loop)
         continue;
       const formats::Op* producer = p_.findOp(*r.producer_op);
       XALLOC_EXPECTS(producer != nullptr, "profile was validated");
-      if (producer->kind == "aten::contiguous")
-        out.push_back(decideRemove(r, *producer));
-      else if (!r.contiguous)
-        out.push_back(decideSync(r, *producer));
+      if (producer->kind == "aten::contiguous") {
+        out.push_back({decideRemove(r, *producer), 0, 0, 0, false});
+      } else if (!r.contiguous) {
+        out.emplace_back();
+        out.back().decision = decideSync(r, *producer, &out.back());
+      }
     }
     return out;
   }
@@ -102,7 +113,7 @@ private:
     return d;
   }
 
-  Decision decideSync(const Record& r, const formats::Op& producer) const {
+  Decision decideSync(const Record& r, const formats::Op& producer, Candidate* facts) const {
     Decision d = base(r, producer);
     if (r.has_writers) {
       d.reason = "the value is written in place; a copy would change what the write affects";
@@ -149,6 +160,15 @@ private:
     }
     d.predicted_saving_ms = saving;
     const double margin = marginFor(var, served_ms);
+    if (cost->ms < 0 || !std::isfinite(cost->ms))
+      throw InputError("xsched", "the cost model predicts " + std::to_string(cost->ms) +
+                                     " ms for converting " + r.layout.key() +
+                                     "; conversion costs must be non-negative");
+    facts->saving = saving;
+    facts->cost = cost->ms;
+    facts->margin = margin;
+    // Hidden in an idle window, the conversion costs the critical path only the hand-off.
+    facts->can_async = !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
@@ -245,116 +265,248 @@ private:
   SchedOptions o_;
 };
 
-double netGain(const Decision& d) {
-  switch (d.action) {
-  case Action::Sync:
-  case Action::Async:
-    return d.predicted_saving_ms - d.predicted_cost_ms;
-  case Action::Remove:
-    return d.predicted_cost_ms - d.predicted_saving_ms;
-  case Action::None:
-    return 0;
-  }
-  return 0;
-}
+// Positions are op ids: the profile lists ops in execution order with ids 0..n-1.
+struct Storages {
+  std::map<std::int64_t, memplan::Interval> intervals; // by storage id
+  std::int64_t positions = 0;
+};
 
-} // namespace
-
-std::int64_t predictedPeakBytes(const Profile& p, const std::vector<Decision>& decisions) {
-  // One interval per storage: from its first producer to the last use of any view of it.
-  std::map<std::int64_t, memplan::Interval> storages;
-  std::map<std::int64_t, std::int64_t> storage_of_value;
+// One interval per storage: from its first producer to the last use of any view of it.
+Storages storagesOf(const Profile& p) {
+  Storages s;
+  for (const auto& op : p.ops)
+    s.positions = std::max(s.positions, op.id + 1);
   for (const Record& r : p.records) {
-    storage_of_value[r.id] = r.storage_id;
+    s.positions = std::max(s.positions, r.last_use + 1);
     if (r.origin == "attribute")
       continue; // weights and buffers live for the whole program
-    auto [it, fresh] = storages.try_emplace(
+    auto [it, fresh] = s.intervals.try_emplace(
         r.storage_id, memplan::Interval{r.first_use, r.last_use, r.storage_bytes});
     if (!fresh) {
       it->second.first = std::min(it->second.first, r.first_use);
       it->second.last = std::max(it->second.last, r.last_use);
     }
   }
+  return s;
+}
+
+const formats::IdleEvent* findWindow(const Profile& p, std::int64_t id) {
+  for (const auto& w : p.gpu_idle_events)
+    if (w.id == id)
+      return &w;
+  return nullptr;
+}
+
+// The converted copy of a sync or async decision: from its allocation to the value's last use.
+std::optional<memplan::Interval> copyInterval(const Profile& p, const Decision& d) {
+  const Record* r = p.findRecord(d.value_id);
+  if (!r || d.consumers.empty())
+    return std::nullopt;
+  auto [lo, hi] = std::minmax_element(d.consumers.begin(), d.consumers.end());
+  std::int64_t first = *lo;
+  if (d.action == Action::Async && d.window_id)
+    if (const auto* w = findWindow(p, *d.window_id))
+      first = std::min(first, w->after_op_id + 1);
+  return memplan::Interval{first, std::max(*hi, r->last_use), r->bytes};
+}
+
+// Removing a conversion frees its output's storage and keeps its input alive until the output's
+// last use.
+std::vector<MemDelta> removeDeltas(const Profile& p, const Storages& st, const Decision& d) {
+  const Record* r = p.findRecord(d.value_id);
+  const formats::Op* conv = p.findOp(d.producer);
+  const Record* src = conv && !conv->inputs.empty() ? p.findRecord(conv->inputs.front()) : nullptr;
+  if (!r || !src || src->storage_id == r->storage_id)
+    return {}; // a no-op conversion allocates nothing
+  std::vector<MemDelta> out;
+  if (auto it = st.intervals.find(r->storage_id); it != st.intervals.end())
+    out.push_back({it->second.first, it->second.last, -it->second.bytes});
+  if (auto it = st.intervals.find(src->storage_id);
+      it != st.intervals.end() && r->last_use > it->second.last)
+    out.push_back({it->second.last + 1, r->last_use, it->second.bytes});
+  return out;
+}
+
+} // namespace
+
+std::int64_t predictedPeakBytes(const Profile& p, const std::vector<Decision>& decisions) {
+  Storages st = storagesOf(p);
   std::vector<memplan::Interval> extra;
   for (const Decision& d : decisions) {
-    const Record* r = p.findRecord(d.value_id);
-    if (!r || d.consumers.empty())
-      continue;
     if (d.action == Action::Sync || d.action == Action::Async) {
-      auto [lo, hi] = std::minmax_element(d.consumers.begin(), d.consumers.end());
-      extra.push_back({*lo, std::max(*hi, r->last_use), r->bytes});
+      if (auto iv = copyInterval(p, d))
+        extra.push_back(*iv);
     } else if (d.action == Action::Remove) {
+      const Record* r = p.findRecord(d.value_id);
       const formats::Op* conv = p.findOp(d.producer);
       const Record* src =
           conv && !conv->inputs.empty() ? p.findRecord(conv->inputs.front()) : nullptr;
-      if (!src || src->storage_id == r->storage_id)
-        continue; // a no-op conversion allocates nothing
-      storages.erase(r->storage_id);
-      auto it = storages.find(src->storage_id);
-      if (it != storages.end())
+      if (!r || !src || src->storage_id == r->storage_id)
+        continue;
+      st.intervals.erase(r->storage_id);
+      auto it = st.intervals.find(src->storage_id);
+      if (it != st.intervals.end())
         it->second.last = std::max(it->second.last, r->last_use);
     }
   }
   std::vector<memplan::Interval> all;
-  for (const auto& [id, iv] : storages)
+  for (const auto& [id, iv] : st.intervals)
     all.push_back(iv);
   all.insert(all.end(), extra.begin(), extra.end());
   return memplan::peakLiveBytes(all);
 }
+
+namespace {
+
+// The windows a site may use: after its producer has finished, before its first converted
+// consumer starts. Capacity is what one side worker gets done in the window, after the safety
+// factor.
+double windowCapacity(const formats::IdleEvent& w, const SchedOptions& o) {
+  const double share = std::min(w.spare_cores, static_cast<double>(std::max(o.async_workers, 1)));
+  return std::max(0.0, w.duration_ms * share) * o.window_safety;
+}
+
+struct Built {
+  Problem problem;
+  std::vector<std::int64_t> window_ids; // problem window index -> idle event id
+};
+
+Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const SchedOptions& o) {
+  Built b;
+  const Storages st = storagesOf(p);
+  std::vector<std::int64_t> diff(static_cast<std::size_t>(st.positions) + 1, 0);
+  for (const auto& [id, iv] : st.intervals) {
+    diff[static_cast<std::size_t>(std::max<std::int64_t>(iv.first, 0))] += iv.bytes;
+    diff[static_cast<std::size_t>(std::min(iv.last + 1, st.positions))] -= iv.bytes;
+  }
+  b.problem.base_live.resize(static_cast<std::size_t>(st.positions));
+  std::int64_t live = 0;
+  for (std::size_t t = 0; t < b.problem.base_live.size(); ++t)
+    b.problem.base_live[t] = live += diff[t];
+  b.problem.memory_budget = o.memory_budget_bytes;
+  if (o.allow_async)
+    for (const auto& w : p.gpu_idle_events) {
+      b.window_ids.push_back(w.id);
+      b.problem.window_capacity.push_back(windowCapacity(w, o));
+    }
+  for (const Candidate& c : cands) {
+    Site site;
+    site.options.push_back({static_cast<int>(Action::None), -1, 0, 0, {}});
+    const Decision& d = c.decision;
+    if (d.action == Action::Sync) {
+      auto iv = copyInterval(p, d);
+      Option opt{
+          static_cast<int>(Action::Sync), -1, d.predicted_saving_ms - d.predicted_cost_ms, 0, {}};
+      if (iv)
+        opt.memory.push_back({iv->first, iv->last, iv->bytes});
+      site.options.push_back(opt);
+    } else if (d.action == Action::Remove) {
+      site.options.push_back({static_cast<int>(Action::Remove), -1,
+                              d.predicted_cost_ms - d.predicted_saving_ms, 0,
+                              removeDeltas(p, st, d)});
+    }
+    if (c.can_async && !d.consumers.empty()) {
+      const std::int64_t c1 = *std::min_element(d.consumers.begin(), d.consumers.end());
+      for (std::size_t w = 0; w < b.window_ids.size(); ++w) {
+        const auto& ev = *findWindow(p, b.window_ids[w]);
+        if (ev.after_op_id < d.producer || ev.before_op_id > c1 ||
+            c.cost > b.problem.window_capacity[w])
+          continue;
+        Decision as = d;
+        as.action = Action::Async;
+        as.window_id = ev.id;
+        auto iv = copyInterval(p, as);
+        Option opt{static_cast<int>(Action::Async),
+                   static_cast<int>(w),
+                   c.saving - o.async_overhead_ms,
+                   c.cost,
+                   {}};
+        if (iv)
+          opt.memory.push_back({iv->first, iv->last, iv->bytes});
+        site.options.push_back(opt);
+      }
+    }
+    b.problem.sites.push_back(std::move(site));
+  }
+  return b;
+}
+
+// The least peak any plan reaches: no conversions, and each removal that lowers the peak.
+std::int64_t smallestFeasiblePeak(const Profile& p, const std::vector<Candidate>& cands) {
+  std::vector<Decision> plan;
+  std::int64_t best = predictedPeakBytes(p, plan);
+  for (const Candidate& c : cands) {
+    if (c.decision.action != Action::Remove)
+      continue;
+    plan.push_back(c.decision);
+    const std::int64_t peak = predictedPeakBytes(p, plan);
+    if (peak < best)
+      best = peak;
+    else
+      plan.pop_back();
+  }
+  return best;
+}
+
+} // namespace
 
 formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, const SchedOptions& o) {
   formats::Schedule s;
   s.model = p.model;
   s.ops = p.ops;
   s.gpu_idle_events = p.gpu_idle_events;
-  s.decisions = Decider(p, cost, o).decideAll();
+  std::vector<Candidate> cands = Decider(p, cost, o).decideAll();
 
   auto& m = s.summary;
   for (const auto& op : p.ops)
     m.predicted_time_before_ms += op.duration_ms;
   m.peak_bytes_before = predictedPeakBytes(p, {});
   m.memory_budget_bytes = o.memory_budget_bytes;
-  m.solver = "per-site threshold";
-  m.optimal = true;
-
-  double upper_bound = 0;
-  for (const auto& d : s.decisions)
-    upper_bound += netGain(d);
-  if (o.memory_budget_bytes) {
-    if (m.peak_bytes_before > *o.memory_budget_bytes)
+  m.window_safety = o.window_safety;
+  if (o.memory_budget_bytes && *o.memory_budget_bytes < m.peak_bytes_before) {
+    const std::int64_t least = smallestFeasiblePeak(p, cands);
+    if (*o.memory_budget_bytes < least)
       throw InputError("xsched", "memory budget " + std::to_string(*o.memory_budget_bytes) +
-                                     " bytes is below the model's own peak of " +
-                                     std::to_string(m.peak_bytes_before) + " bytes");
-    // Conversions cost memory: drop the least gain per byte until the plan fits.
-    while (predictedPeakBytes(p, s.decisions) > *o.memory_budget_bytes) {
-      Decision* worst = nullptr;
-      double worst_ratio = 0;
-      for (auto& d : s.decisions) {
-        if (d.action != Action::Sync)
-          continue;
-        double ratio =
-            netGain(d) / static_cast<double>(std::max<std::int64_t>(1, d.layout.bytes()));
-        if (!worst || ratio < worst_ratio) {
-          worst = &d;
-          worst_ratio = ratio;
-        }
-      }
-      if (!worst)
-        break;
-      worst->action = Action::None;
-      worst->reason = "dropped to stay within the memory budget";
-      m.solver = "per-site threshold + greedy memory repair";
-      m.optimal = false;
-    }
+                                     " bytes is impossible: the smallest feasible budget is " +
+                                     std::to_string(least) + " bytes (the model's own peak is " +
+                                     std::to_string(m.peak_bytes_before) + " bytes)");
   }
-  double achieved = 0;
-  for (const auto& d : s.decisions)
-    achieved += netGain(d);
-  m.gap = upper_bound > 0 ? (upper_bound - achieved) / upper_bound : 0.0;
-  if (m.gap <= 0)
-    m.optimal = true;
-  m.predicted_time_after_ms = m.predicted_time_before_ms - achieved;
+
+  Built built = buildProblem(p, cands, o);
+  Solution sol = solve(built.problem, o.limits);
+  m.solver = sol.method;
+  m.optimal = sol.optimal;
+  m.gap = sol.gap();
+  m.nodes = sol.nodes;
+
+  // The per-site rules first decided alone; the solver's choice now overrides them.
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    Decision d = cands[i].decision;
+    const Option& chosen = built.problem.sites[i].options[static_cast<std::size_t>(sol.choice[i])];
+    const auto action = static_cast<Action>(chosen.kind);
+    if (action == Action::Async) {
+      const auto* w = findWindow(p, built.window_ids[static_cast<std::size_t>(chosen.window)]);
+      d.action = Action::Async;
+      d.window_id = w->id;
+      d.predicted_cost_ms = cands[i].cost;
+      d.reason = "saves " + fmtMs(cands[i].saving) + " in " + std::to_string(d.consumers.size()) +
+                 " consumer(s) for a hand-off of " + fmtMs(o.async_overhead_ms) + "; the " +
+                 fmtMs(cands[i].cost) + " conversion is hidden in " + w->kind + " window " +
+                 std::to_string(w->id) + " (ops " + std::to_string(w->after_op_id) + ".." +
+                 std::to_string(w->before_op_id) + ", " + fmtMs(w->duration_ms) + ")";
+    } else if (action == Action::None && d.action != Action::None) {
+      d.action = Action::None;
+      d.reason = o.memory_budget_bytes ? "dropped to stay within the memory budget"
+                                       : "dropped by the solver";
+    }
+    s.decisions.push_back(std::move(d));
+  }
+  m.predicted_time_after_ms = m.predicted_time_before_ms - sol.gain;
+  m.predicted_time_bound_ms = m.predicted_time_before_ms - sol.bound;
   m.peak_bytes_after = predictedPeakBytes(p, s.decisions);
+  XALLOC_EXPECTS(!o.memory_budget_bytes || m.peak_bytes_after <= *o.memory_budget_bytes,
+                 "the plan's peak " + std::to_string(m.peak_bytes_after) +
+                     " stays within the budget the solver enforced");
   return s;
 }
 
@@ -395,8 +547,9 @@ std::string explainSchedule(const formats::Schedule& s) {
   out << "predicted "
       << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
       << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
-      << s.count(Action::Sync) << " sync, " << s.count(Action::Remove) << " remove, "
-      << s.count(Action::None) << " none; solver: " << m.solver << " ("
+      << s.count(Action::Sync) << " sync, " << s.count(Action::Async) << " async, "
+      << s.count(Action::Remove) << " remove, " << s.count(Action::None)
+      << " none; solver: " << m.solver << " ("
       << (m.optimal ? std::string("optimal") : "gap " + std::to_string(m.gap)) << ")\n";
   return out.str();
 }

@@ -7,8 +7,9 @@
 int main(int argc, char** argv) {
   xalloc::scheduler::XschedOptions o;
   std::string budget;
-  CLI::App app{"xsched: decide per conversion site whether to convert (sync), remove an existing "
-               "conversion, or leave it, from measured savings and predicted costs.",
+  CLI::App app{"xsched: decide per conversion site whether to convert (sync), convert on a side "
+               "worker inside an idle window (async), remove an existing conversion, or leave "
+               "it, from measured savings and predicted costs; exact for small problems.",
                "xsched"};
   app.add_option("--profile", o.profile, "profile.json (default: from the stdin stream)");
   app.add_option("--cost", o.cost, "cost.json (default: from the stdin stream)");
@@ -25,6 +26,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* mb =
       app.add_option("--memory-budget", budget, "peak activation memory limit, e.g. 512M or 2G");
+  app.add_option("--window-safety", o.window_safety,
+                 "fraction of an idle window async conversions may fill (0..1]")
+      ->capture_default_str();
+  app.add_option("--async-workers", o.async_workers, "side workers that run async conversions")
+      ->capture_default_str();
+  app.add_flag("--no-async", o.no_async, "decide only sync / remove / none");
+  app.add_option("--async-overhead-ms", o.async_overhead_ms,
+                 "critical-path cost of handing a conversion to a side worker and waiting")
+      ->capture_default_str();
+  app.add_option("--node-limit", o.node_limit, "branch-and-bound nodes before settling for a gap")
+      ->capture_default_str();
+  app.add_option("--time-limit-ms", o.time_limit_ms, "solver time limit")->capture_default_str();
+  app.add_flag("--foreign-cost", o.foreign_cost,
+               "accept a cost model fitted on another model's profile (e.g. a sweep)");
+  app.add_option("--trace", o.trace,
+                 "also write a Chrome/Perfetto trace: ops, idle windows, async conversions");
   xalloc::scheduler::MemplanOptions mp;
   std::string mp_budget;
   auto* memplan = app.add_subcommand(

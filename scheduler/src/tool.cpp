@@ -9,6 +9,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/tool.h"
 #include "xalloc/version.h"
@@ -70,6 +71,20 @@ int runXsched(const XschedOptions& o) {
   }
   if (o.min_gain_ms < 0 || o.z < 0 || o.min_relative_gain < 0)
     throw InputError("xsched", "--min-gain-ms, --min-relative-gain and --z must be non-negative");
+  if (!(o.window_safety > 0 && o.window_safety <= 1))
+    throw InputError("xsched", "--window-safety must be in (0, 1]");
+  if (o.async_workers < 1)
+    throw InputError("xsched", "--async-workers must be at least 1");
+  if (o.node_limit < 1 || !(o.time_limit_ms > 0))
+    throw InputError("xsched", "--node-limit and --time-limit-ms must be positive");
+  so.window_safety = o.window_safety;
+  so.async_workers = o.async_workers;
+  so.allow_async = !o.no_async;
+  if (!(o.async_overhead_ms >= 0))
+    throw InputError("xsched", "--async-overhead-ms must be non-negative");
+  so.async_overhead_ms = o.async_overhead_ms;
+  so.limits.node_limit = o.node_limit;
+  so.limits.time_limit_ms = o.time_limit_ms;
 
   // Documents come from the named files, or from the stream on stdin for what is not named.
   std::optional<formats::DocumentSet> stream;
@@ -90,8 +105,17 @@ int runXsched(const XschedOptions& o) {
           ? formats::costFromJson(fromStream().require(formats::DocKind::Cost), fromStream().name())
           : formats::loadCost(o.cost);
 
+  if (!profile.model.sha256.empty() && !cost.model.sha256.empty() &&
+      profile.model.sha256 != cost.model.sha256 && !o.foreign_cost)
+    throw InputError("xsched", "the profile is of " + profile.model.path + " (sha256 " +
+                                   profile.model.sha256.substr(0, 12) +
+                                   ") but the cost model was fitted on " + cost.model.path +
+                                   " (sha256 " + cost.model.sha256.substr(0, 12) +
+                                   "); pass --foreign-cost to use it anyway");
   formats::Schedule schedule = makeSchedule(profile, cost, so);
   schedule.tool_version = kVersion;
+  if (!o.trace.empty())
+    writeFileAtomic(o.trace, planTraceJson(schedule));
   std::vector<nlohmann::json> passthrough;
   if (stream)
     passthrough = stream->documents();

@@ -44,7 +44,22 @@ expect_error 2 'malformed JSON' -- xcost "$WORK/truncated.json" -o "$WORK/existi
 expect_error 2 "<stdin>: /schema: error: unknown schema 'xalloc.profile', expected 'xalloc.cost'" -- bash -c "cat '$WORK/profile.json' | xsched"
 expect_error 2 "<stdin>: error: no 'xalloc.cost' document in the input" -- bash -c "cat '$WORK/profile.json' '$WORK/profile.json' | xsched"
 expect_error 2 'xsched: error: --memory-budget' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget lots
-expect_error 2 'below the model.s own peak' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
+expect_error 2 'impossible: the smallest feasible budget is [0-9]+ bytes' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
+expect_error 2 'xsched: error: --window-safety must be in \(0, 1\]' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --window-safety 1.5
+python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+c = json.load(open(w + "/cost.json")); c["model"]["sha256"] = "ab" * 32; c["model"]["path"] = "other.pt"
+json.dump(c, open(w + "/foreign.json", "w"))
+c = json.load(open(w + "/cost.json")); c["conversion_cost_table"] = [dict(c["conversion_cost_table"][0], median_ms=-1)] if c["conversion_cost_table"] else [{"median_ms": -1}]
+json.dump(c, open(w + "/negcost.json", "w"))
+p = json.load(open(w + "/profile.json")); p["gpu_idle_events"] = [{"id": 0, "before_op_id": 99999, "after_op_id": 0, "duration_ms": 1, "start_ms": 0, "spare_cores": 1, "device": "cpu", "kind": "host-gap"}]
+json.dump(p, open(w + "/badwindow.json", "w"))
+PY
+expect_error 2 'the profile is of .*mixer\.pt .* but the cost model was fitted on other\.pt .*--foreign-cost' -- xsched --profile "$WORK/profile.json" --cost "$WORK/foreign.json"
+xsched --profile "$WORK/profile.json" --cost "$WORK/foreign.json" --foreign-cost -o "$WORK/foreign-schedule.json" || fail "--foreign-cost was refused"
+expect_error 2 'negcost\.json: /conversion_cost_table/0/median_ms: error: expected a non-negative number, got -1' -- xsched --profile "$WORK/profile.json" --cost "$WORK/negcost.json"
+expect_error 2 'badwindow\.json: /gpu_idle_events/0/before_op_id: error: unknown op id 99999' -- xsched --profile "$WORK/badwindow.json" --cost "$WORK/cost.json"
 expect_error 2 'xrewrite: error: -o names the input model' -- xrewrite "$model" -s "$WORK/schedule.json" -o "$model"
 expect_error 2 'xrewrite: error: no output' -- xrewrite "$model" -s "$WORK/schedule.json"
 expect_error 2 'no schedule stored' -- xrewrite --show "$model"

@@ -11,6 +11,21 @@ for name in minigpt mixer; do
   xcost "$d/profile.json" -o "$d/cost.json"
   xsched --profile "$d/profile.json" --cost "$d/cost.json" -o "$d/schedule.json"
   validate "$d/profile.json" "$d/cost.json" "$d/schedule.json" || fail "$name: documents do not validate"
+  # The solver is deterministic, says whether it proved optimality, and draws its plan.
+  xsched --profile "$d/profile.json" --cost "$d/cost.json" -o "$d/schedule2.json" \
+    --trace "$d/plan.trace.json" --explain >"$d/explain.txt"
+  cmp -s "$d/schedule.json" "$d/schedule2.json" || fail "$name: two xsched runs differ"
+  grep -q 'solver: branch-and-bound (optimal)' "$d/explain.txt" || fail "$name: $(tail -1 "$d/explain.txt")"
+  python3 - "$d/plan.trace.json" "$d/schedule.json" <<'PY' || fail "$name: bad plan trace"
+import json, sys
+t = json.load(open(sys.argv[1]))["traceEvents"]
+s = json.load(open(sys.argv[2]))
+names = {e["args"]["name"] for e in t if e["ph"] == "M"}
+assert {"compute ops", "idle windows", "side worker: async conversions"} <= names, names
+assert sum(e["ph"] == "X" and e["tid"] == 1 for e in t) == len(s["ops"])
+assert sum(e["ph"] == "X" and e["tid"] == 2 for e in t) == len(s["gpu_idle_events"])
+assert s["summary"]["optimal"] is True and s["summary"]["gap"] == 0
+PY
 
   xrewrite "$model" -s "$d/schedule.json" -o "$d/out.pt" --diff -q >"$d/diff1.txt"
   same_outputs "$model" "$d/out.pt" >/dev/null || fail "$name: rewritten outputs differ"

@@ -10,6 +10,7 @@
 #include "xalloc/formats/cost.h"
 #include "xalloc/formats/profile.h"
 #include "xalloc/formats/schedule.h"
+#include "xalloc/scheduler/problem.h"
 
 namespace xalloc::scheduler {
 
@@ -22,6 +23,17 @@ struct SchedOptions {
   double min_relative_gain = 0.05;
   /// Predicted peak activation memory must stay within this many bytes (nullopt = no limit).
   std::optional<std::int64_t> memory_budget_bytes;
+  /// Async conversions may fill this fraction of an idle window (room for prediction error).
+  double window_safety = 0.9;
+  /// Side workers that run async conversions (a window's capacity is its duration times the
+  /// idle cores, up to this many).
+  int async_workers = 1;
+  /// Consider async decisions at all.
+  bool allow_async = true;
+  /// What starting a conversion on a side worker and waiting for it costs the critical path
+  /// (a hand-off to a worker thread and back); an async decision gains its saving minus this.
+  double async_overhead_ms = 0.02;
+  SolveLimits limits;
 };
 
 /// Standard error of a median of `n` samples whose interquartile range is `iqr`.
@@ -35,6 +47,10 @@ std::int64_t predictedPeakBytes(const formats::Profile& profile,
 /// Decides every candidate site. Throws InputError when the budget is below the model's own peak.
 formats::Schedule makeSchedule(const formats::Profile& profile, const formats::Cost& cost,
                                const SchedOptions& options = {});
+
+/// The plan as Chrome/Perfetto trace JSON: compute ops, idle windows, async conversions on a
+/// side-worker track, sync conversions before their first consumer.
+std::string planTraceJson(const formats::Schedule& schedule);
 
 /// A table a person can read: site, source line, layout, decision, why.
 std::string explainSchedule(const formats::Schedule& schedule);

@@ -16,6 +16,14 @@ struct XschedOptions {
   double z = 2.0;
   double min_relative_gain = 0.05;
   std::optional<std::string> memory_budget; // "512M", "2G", "1048576"
+  double window_safety = 0.9;
+  int async_workers = 1;
+  bool no_async = false;
+  double async_overhead_ms = 0.02;
+  std::int64_t node_limit = 2'000'000;
+  double time_limit_ms = 1000;
+  std::string trace;         // Chrome/Perfetto trace of the plan ("" = none)
+  bool foreign_cost = false; // accept a cost model fitted on another model's profile
 };
 
 int runXsched(const XschedOptions& options);
