@@ -61,5 +61,8 @@ xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 echo "== scheduler: exact solver on seeded instances"
 xbench-sched
 
+echo "== graceful allocator: overhead over the raw upstream"
+xbench-alloc
+
 echo "== micro-benchmarks"
 xbench-micro --benchmark_min_time=0.2

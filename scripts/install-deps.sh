@@ -10,6 +10,7 @@ PACKAGES=(
   libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
+  pybind11-dev python3-dev
   python3-jsonschema
   glpk-utils coinor-cbc
 )

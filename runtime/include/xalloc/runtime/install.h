@@ -1,0 +1,62 @@
+// The graceful allocator as libtorch's CPU allocator: install() puts a stack (stats, log,
+// retry ladder) over libtorch's own CPU allocation in front of every CPU tensor, uninstall()
+// puts the previous allocator back. Part of libxalloc_runtime.so.
+//
+//   xalloc::runtime::install();            // C++: one line, configured by XALLOC_* variables
+//   { xalloc::runtime::Guard g; ... }      // or for a scope
+//
+// Tensors allocated while installed may outlive uninstall(): their memory goes back through
+// the stack that allocated it, which lives until the process ends.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "xalloc/runtime/allocator.h"
+
+namespace xalloc::runtime {
+
+struct InstallOptions {
+  RetryConfig retry;
+  bool log = false;             // XALLOC_LOG=1
+  std::string log_path;         // XALLOC_LOG_FILE (default: stderr)
+  std::string ledger;           // XALLOC_LEDGER: a shm name such as /xalloc-cpu (default: none)
+  std::int64_t limit_bytes = 0; // XALLOC_CPU_LIMIT: cap on CPU bytes (0: none), e.g. 4G
+  /// Reads every XALLOC_* variable; throws std::invalid_argument naming a bad one.
+  static InstallOptions fromEnvironment();
+};
+
+/// Installs the stack as the CPU allocator. Installing again replaces the stack.
+void install(const InstallOptions& options = InstallOptions::fromEnvironment());
+/// Puts back the allocator that was there before install(). No-op when not installed.
+void uninstall();
+bool installed();
+
+/// The installed stack's counters (see Stats::snapshot); empty when never installed.
+std::map<std::string, double> stats();
+void resetStats();
+
+/// A release callback for the retry ladder of the installed stack (see RetryStage). Returns an
+/// id, or -1 when not installed.
+int addReleaseCallback(RetryStage::ReleaseCallback cb);
+void removeReleaseCallback(int id);
+
+#ifdef XALLOC_WITH_CUDA
+/// The CUDA caching allocator of `device` as a stack's backend (libtorch with CUDA only):
+/// `makeStack(makeCudaCachingBackend(0), RetryConfig::fromEnvironment())`.
+std::shared_ptr<Upstream> makeCudaCachingBackend(int device);
+#endif
+
+/// install() for a scope.
+class Guard {
+public:
+  explicit Guard(const InstallOptions& options = InstallOptions::fromEnvironment()) {
+    install(options);
+  }
+  ~Guard() { uninstall(); }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+};
+
+} // namespace xalloc::runtime

@@ -1,0 +1,219 @@
+// install(): the graceful stack behind libtorch's CPU allocator.
+#include "xalloc/runtime/install.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include "xalloc/runtime/ledger.h"
+
+namespace xalloc::runtime {
+
+namespace {
+
+// The bottom of the stack: libtorch's own CPU allocation (64-byte aligned), with an optional
+// byte cap, shared with other processes through a ledger when one is configured.
+class CpuBackend : public Upstream {
+public:
+  CpuBackend(std::int64_t limit, std::shared_ptr<Ledger> ledger)
+      : limit_(limit), ledger_(std::move(ledger)) {}
+  void* allocate(std::size_t bytes) override {
+    const auto n = static_cast<std::int64_t>(bytes);
+    if (limit_ > 0) {
+      const std::int64_t now = used_.fetch_add(n) + n;
+      if (now > limit_) {
+        used_.fetch_sub(n);
+        return nullptr;
+      }
+    }
+    if (ledger_ && !ledger_->reserve(n)) {
+      if (limit_ > 0)
+        used_.fetch_sub(n);
+      return nullptr;
+    }
+    void* p = nullptr;
+    try {
+      p = c10::alloc_cpu(bytes);
+    } catch (const c10::Error&) {
+      p = nullptr;
+    }
+    if (!p) {
+      if (limit_ > 0)
+        used_.fetch_sub(n);
+      if (ledger_)
+        ledger_->unreserve(n);
+    }
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) override {
+    c10::free_cpu(p);
+    if (limit_ > 0)
+      used_.fetch_sub(static_cast<std::int64_t>(bytes));
+    if (ledger_)
+      ledger_->unreserve(static_cast<std::int64_t>(bytes));
+  }
+  std::string name() const override { return "cpu"; }
+
+private:
+  std::int64_t limit_;
+  std::atomic<std::int64_t> used_{0};
+  std::shared_ptr<Ledger> ledger_;
+};
+
+// Each allocation carries its size and its stack in a header of one alignment unit in front of
+// the data, so the deleter (a plain function pointer) can free it through the right stack even
+// after the stack was replaced.
+constexpr std::size_t kHeader = c10::gAlignment;
+struct Header {
+  Upstream* stack;
+  std::size_t bytes;
+};
+static_assert(sizeof(Header) <= kHeader, "header fits in one alignment unit");
+
+void deleteBlock(void* data) {
+  if (!data)
+    return;
+  auto* base = static_cast<char*>(data) - kHeader;
+  Header h;
+  std::memcpy(&h, base, sizeof h);
+  h.stack->deallocate(base, h.bytes + kHeader);
+}
+
+class GracefulCpuAllocator final : public c10::Allocator {
+public:
+  c10::DataPtr allocate(size_t n) const override {
+    Upstream* stack = current_.load(std::memory_order_acquire);
+    void* base = nullptr;
+    try {
+      base = stack->allocate(n + kHeader);
+    } catch (const OutOfMemory& e) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "xalloc: ", e.what());
+    }
+    TORCH_CHECK_WITH(OutOfMemoryError, base != nullptr, "xalloc: out of memory allocating ", n,
+                     " bytes");
+    Header h{stack, n};
+    std::memcpy(base, &h, sizeof h);
+    void* data = static_cast<char*>(base) + kHeader;
+    return {data, data, &deleteBlock, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
+  std::atomic<Upstream*> current_{nullptr};
+};
+
+struct State {
+  std::mutex mu;
+  GracefulCpuAllocator allocator;
+  c10::Allocator* previous = nullptr;
+  bool installed = false;
+  std::vector<Stack> stacks; // every stack ever installed: blocks may outlive their install
+};
+
+State& state() {
+  static State* s = new State; // never destroyed: deleters may run during static destruction
+  return *s;
+}
+
+std::int64_t parseBytes(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v)
+    return 0;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  std::string suffix = end ? end : "";
+  double mult = 1;
+  if (suffix == "K" || suffix == "KiB")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    x = -1;
+  if (end == v || !(x >= 0))
+    throw std::invalid_argument(std::string(var) + "='" + v +
+                                "': expected a byte count such as 1048576, 512M or 4G");
+  return static_cast<std::int64_t>(x * mult);
+}
+
+// Priority above the default allocator's 0, so install() wins; uninstall() restores with it.
+constexpr std::uint8_t kPriority = 1;
+
+} // namespace
+
+InstallOptions InstallOptions::fromEnvironment() {
+  InstallOptions o;
+  o.retry = RetryConfig::fromEnvironment();
+  const char* log = std::getenv("XALLOC_LOG");
+  o.log = log && std::string(log) != "0" && *log;
+  if (const char* f = std::getenv("XALLOC_LOG_FILE"))
+    o.log_path = f;
+  if (const char* l = std::getenv("XALLOC_LEDGER"))
+    o.ledger = l;
+  o.limit_bytes = parseBytes("XALLOC_CPU_LIMIT");
+  return o;
+}
+
+void install(const InstallOptions& o) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  std::shared_ptr<Ledger> ledger;
+  if (!o.ledger.empty())
+    ledger = Ledger::open(o.ledger, o.limit_bytes);
+  auto backend = std::make_shared<CpuBackend>(ledger ? 0 : o.limit_bytes, ledger);
+  s.stacks.push_back(makeStack(backend, o.retry, ledger, o.log, o.log_path));
+  s.allocator.current_.store(s.stacks.back().top.get(), std::memory_order_release);
+  if (!s.installed) {
+    s.previous = c10::GetAllocator(c10::DeviceType::CPU);
+    c10::SetAllocator(c10::DeviceType::CPU, &s.allocator, kPriority);
+    s.installed = true;
+  }
+}
+
+void uninstall() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!s.installed)
+    return;
+  c10::SetAllocator(c10::DeviceType::CPU, s.previous, kPriority);
+  s.installed = false;
+}
+
+bool installed() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.installed;
+}
+
+std::map<std::string, double> stats() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.stacks.empty() ? std::map<std::string, double>{} : s.stacks.back().stats->snapshot();
+}
+
+void resetStats() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!s.stacks.empty())
+    s.stacks.back().stats->reset();
+}
+
+int addReleaseCallback(RetryStage::ReleaseCallback cb) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.stacks.empty() ? -1 : s.stacks.back().retry->addReleaseCallback(std::move(cb));
+}
+
+void removeReleaseCallback(int id) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!s.stacks.empty())
+    s.stacks.back().retry->removeReleaseCallback(id);
+}
+
+} // namespace xalloc::runtime

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The Python package: install/uninstall, stats, the context manager, a release callback written
+# in Python, an out-of-memory error with the stats, and loading the op library.
+source "$(dirname "$0")/lib.sh"
+: "${XALLOC_PYTHON_PATH:?set by CTest}"
+
+PYTHONPATH="$XALLOC_PYTHON_PATH" XALLOC_DEADLINE_MS=100 "$XALLOC_PYTHON" - <<'PY' || fail "python checks"
+import torch, xalloc
+
+assert not xalloc.installed()
+with xalloc.graceful(limit="64M"):
+    assert xalloc.installed()
+    xalloc.reset_stats()
+    x = torch.ones(1 << 20)                    # 4 MiB
+    y = (x * 2).sum().item()
+    assert y == 2 * (1 << 20), y
+    s = xalloc.get_stats()
+    assert s["allocation.all.allocated"] >= 2, s
+    assert s["allocated_bytes.all.current"] >= 4 << 20, s
+
+    # A cache in Python that the allocator may ask to shrink.
+    cache = [torch.empty(10 << 20)]            # 40 MiB
+    def release(wanted):
+        freed = sum(t.numel() * t.element_size() for t in cache)
+        cache.clear()
+        return freed
+    cb = xalloc.add_release_callback(release)
+    z = torch.zeros(10 << 20)                  # fits only once the cache is gone
+    assert not cache and xalloc.get_stats()["recovered.callbacks"] == 1
+    xalloc.remove_release_callback(cb)
+
+    try:
+        torch.empty(100 << 20)                 # 400 MiB over a 64 MiB cap
+        raise SystemExit("allocated past the cap")
+    except RuntimeError as e:
+        msg = str(e).splitlines()[0]
+        assert "out of memory: cannot allocate 400.0 MiB" in msg and "retries" in msg, msg
+    assert xalloc.get_stats()["num_ooms"] == 1
+assert not xalloc.installed()
+
+try:
+    xalloc.install(limit_bytes=None, deadline_ms=None, max_retries=None, ledger=None, log=False)
+    xalloc.uninstall()
+    with xalloc.graceful(limit="lots"):
+        pass
+    raise SystemExit("accepted limit='lots'")
+except ValueError as e:
+    assert "cannot read 'lots' as a byte count" in str(e)
+
+assert xalloc.load_ops().endswith("libxalloc_runtime.so")
+print("python: ok")
+PY

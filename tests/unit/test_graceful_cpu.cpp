@@ -1,0 +1,91 @@
+// The graceful allocator installed as libtorch's CPU allocator: real tensors, a byte cap, the
+// retry ladder, and uninstall with tensors still alive.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "xalloc/runtime/install.h"
+
+using namespace xalloc::runtime;
+
+namespace {
+InstallOptions capped(std::int64_t bytes) {
+  InstallOptions o;
+  o.limit_bytes = bytes;
+  o.retry.deadline_ms = 200;
+  o.retry.backoff_ms = 1;
+  o.retry.backoff_max_ms = 10;
+  return o;
+}
+} // namespace
+
+TEST(GracefulCpu, CountsTensorsAndRespectsTheCap) {
+  Guard g(capped(64 << 20));
+  ASSERT_TRUE(installed());
+  resetStats();
+  const auto before = stats();
+  at::Tensor a = at::ones({1 << 20}); // 4 MiB
+  at::Tensor b = a * 2 + 1;
+  EXPECT_EQ(b.sum().item<double>(), 3.0 * (1 << 20));
+  auto m = stats();
+  EXPECT_GE(m["allocation.all.allocated"] - before.at("allocation.all.allocated"), 2);
+  EXPECT_GE(m["allocated_bytes.all.current"], 2.0 * (4 << 20));
+  EXPECT_GE(m["largest_request_bytes"], 4 << 20);
+  try {
+    at::Tensor huge = at::empty({100 << 20}); // 400 MiB over a 64 MiB cap
+    FAIL() << "allocated past the cap";
+  } catch (const c10::OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("xalloc: out of memory: cannot allocate 400.0 MiB"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(stats()["num_ooms"], 1);
+}
+
+TEST(GracefulCpu, ReleaseCallbackMakesRoom) {
+  Guard g(capped(64 << 20));
+  std::optional<at::Tensor> cache = at::empty({10 << 20}); // 40 MiB held by "a cache"
+  const int id = addReleaseCallback([&](std::size_t) {
+    const std::size_t freed = cache ? cache->nbytes() : 0;
+    cache.reset();
+    return freed;
+  });
+  ASSERT_GE(id, 0);
+  at::Tensor t = at::zeros({10 << 20}); // does not fit next to the cache
+  EXPECT_FALSE(cache.has_value());
+  EXPECT_EQ(stats()["recovered.callbacks"], 1);
+  EXPECT_EQ(t.sum().item<double>(), 0.0);
+  removeReleaseCallback(id);
+}
+
+TEST(GracefulCpu, UninstallKeepsLiveTensorsValid) {
+  std::optional<at::Tensor> kept;
+  {
+    Guard g(capped(0));
+    kept = at::arange(1000, at::kFloat);
+  }
+  EXPECT_FALSE(installed());
+  const double current = stats()["allocated_bytes.all.current"];
+  EXPECT_GE(current, 4000);
+  at::Tensor other = at::ones({1000}); // the default allocator again: not counted
+  EXPECT_EQ(stats()["allocated_bytes.all.current"], current);
+  EXPECT_EQ(kept->sum().item<double>(), 999.0 * 1000 / 2);
+  kept.reset(); // freed through the stack that allocated it
+  EXPECT_LT(stats()["allocated_bytes.all.current"], current);
+}
+
+TEST(GracefulCpu, BadEnvironmentIsNamed) {
+  ::setenv("XALLOC_CPU_LIMIT", "lots", 1);
+  try {
+    InstallOptions::fromEnvironment();
+    FAIL() << "accepted XALLOC_CPU_LIMIT=lots";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("XALLOC_CPU_LIMIT='lots'"), std::string::npos);
+  }
+  ::setenv("XALLOC_CPU_LIMIT", "512M", 1);
+  EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 512 << 20);
+  ::unsetenv("XALLOC_CPU_LIMIT");
+}
