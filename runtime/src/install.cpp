@@ -1,6 +1,7 @@
 // install(): the graceful stack behind libtorch's CPU allocator.
 #include "xalloc/runtime/install.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -39,7 +40,8 @@ public:
     }
     void* p = nullptr;
     try {
-      p = c10::alloc_cpu(bytes);
+      // alloc_cpu(0) is nullptr, which the ladder would read as a failure.
+      p = c10::alloc_cpu(std::max<std::size_t>(bytes, 1));
     } catch (const c10::Error&) {
       p = nullptr;
     }
@@ -145,6 +147,10 @@ std::int64_t parseBytes(const char* var) {
 constexpr std::uint8_t kPriority = 1;
 
 } // namespace
+
+std::shared_ptr<Upstream> makeCpuBackend(std::int64_t limit_bytes, std::shared_ptr<Ledger> ledger) {
+  return std::make_shared<CpuBackend>(limit_bytes, std::move(ledger));
+}
 
 InstallOptions InstallOptions::fromEnvironment() {
   InstallOptions o;

@@ -9,7 +9,26 @@
 
 #include "xalloc/runtime/install.h"
 
+#include "allocator_suite.h"
+
 using namespace xalloc::runtime;
+using namespace xalloc::runtime::testing_suite;
+
+// libtorch's CPU backend passes the suite every stack passes: alone and under the full stack.
+INSTANTIATE_TEST_SUITE_P(
+    CpuBackend, EveryStack,
+    testing::Values(
+        StackCase{"cpu",
+                  [](std::size_t cap) { return makeCpuBackend(static_cast<std::int64_t>(cap)); },
+                  false},
+        StackCase{"full_over_cpu",
+                  [](std::size_t cap) {
+                    RetryConfig c;
+                    c.deadline_ms = 100;
+                    return makeStack(makeCpuBackend(static_cast<std::int64_t>(cap)), c).top;
+                  },
+                  true}),
+    caseName);
 
 namespace {
 InstallOptions capped(std::int64_t bytes) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "xalloc/runtime/allocator.h"
+#include "xalloc/runtime/ledger.h"
 
 namespace xalloc::runtime {
 
@@ -41,6 +42,11 @@ void resetStats();
 /// id, or -1 when not installed.
 int addReleaseCallback(RetryStage::ReleaseCallback cb);
 void removeReleaseCallback(int id);
+
+/// libtorch's CPU allocation (c10::alloc_cpu, 64-byte aligned) as a stack's backend, with an
+/// optional cap in bytes and an optional ledger to reserve against.
+std::shared_ptr<Upstream> makeCpuBackend(std::int64_t limit_bytes,
+                                         std::shared_ptr<Ledger> ledger = nullptr);
 
 #ifdef XALLOC_WITH_CUDA
 /// The CUDA caching allocator of `device` as a stack's backend (libtorch with CUDA only):
