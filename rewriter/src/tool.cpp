@@ -19,6 +19,8 @@ int runXrewrite(const XrewriteOptions& o) {
     throw InputError("xrewrite", "no output: give -o OUT.pt (or --check / --diff for a dry run)");
   if (!o.output.empty() && o.output == o.model)
     throw InputError("xrewrite", "-o names the input model; write to another file");
+  if (o.form != "portable" && o.form != "fast")
+    throw InputError("xrewrite", "--form: '" + o.form + "' is neither 'portable' nor 'fast'");
   if (o.verify_runs < 1)
     throw InputError("xrewrite", "--verify-runs must be at least 1");
   bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");

@@ -11,6 +11,7 @@
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/rewriter/text_diff.h"
+#include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/model_io.h"
@@ -68,6 +69,8 @@ std::string verifyOutputs(const std::string& a, const std::string& b, const std:
 
 int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedule,
                        const std::string& schedule_text) {
+  // Models rewritten in the fast form use xalloc:: ops: register them before any model loads.
+  runtime::loadOps();
   tspass::LoadedModel model = tspass::loadModel(o.model);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
@@ -75,7 +78,9 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   auto graph = tspass::inlineMethod(model.module, o.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::string before = tspass::graphText(*graph);
-  tspass::ApplyReport report = tspass::applySchedule(graph, schedule);
+  tspass::ApplyOptions apply;
+  apply.async_as_sync = o.form != "fast";
+  tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   const std::string after = tspass::graphText(*graph);
   reportResults(report, schedule, o.quiet);
 

@@ -29,8 +29,13 @@ validate() { "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "$@"; 
 # same_outputs A.pt B.pt: the models give bit-identical outputs on random inputs (Python torch,
 # independent of xrewrite's own check).
 same_outputs() {
-  "$XALLOC_PYTHON" - "$1" "$2" <<'PY'
+  PYTHONPATH="${XALLOC_PYTHON_PATH:-}" "$XALLOC_PYTHON" - "$1" "$2" <<'PY'
 import json, sys, torch
+try:  # models rewritten in the fast form need x-allocator's ops
+    import xalloc
+    xalloc.load_ops()
+except ImportError:
+    pass
 files = {"xalloc/example_inputs.json": ""}
 a = torch.jit.load(sys.argv[1], _extra_files=files)
 b = torch.jit.load(sys.argv[2])

@@ -64,6 +64,28 @@ grep -q '^+.*aten::contiguous' "$WORK/forced.diff" || fail "forced schedule: no 
 same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/forced.pt" >/dev/null || fail "forced rewrite differs"
 xrewrite "$WORK/forced.pt" -s "$WORK/forced.json" --check -q || fail "forced rewrite is not idempotent"
 
+# The fast form: the same sites as async conversions (xalloc::contiguous_async + aten::wait).
+python3 - "$WORK/forced.json" "$WORK/forced-async.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+w = s["gpu_idle_events"][0]["id"]
+for d in s["decisions"]:
+    if d["action"] == "sync":
+        d["action"], d["window_id"] = "async", w
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced-async.json" --form fast -o "$WORK/fast.pt" \
+  --diff -q >"$WORK/fast.diff"
+grep -q '^+.*xalloc::contiguous_async' "$WORK/fast.diff" || fail "fast form: no async start in the diff"
+grep -q '^+.*aten::wait' "$WORK/fast.diff" || fail "fast form: no wait in the diff"
+if [[ -n "${XALLOC_PYTHON_PATH:-}" ]]; then
+  same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/fast.pt" >/dev/null || fail "fast rewrite differs"
+fi
+xrewrite "$WORK/fast.pt" -s "$WORK/forced-async.json" --form fast --check -q ||
+  fail "fast rewrite is not idempotent"
+xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced-async.json" -o "$WORK/portable.pt" --diff -q |
+  grep -q 'xalloc::' && fail "the portable form used xalloc:: ops"
+
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"

@@ -127,7 +127,7 @@ public:
       else if (d.action == Action::Sync || options_.async_as_sync)
         applySync(d, r);
       else
-        finish(r, ApplyStatus::Skipped, "async conversions need the fast form (xalloc:: ops)");
+        applyAsync(d, r);
       report.results.push_back(std::move(r));
     }
     std::sort(report.results.begin(), report.results.end(),
@@ -159,68 +159,152 @@ private:
     return nullptr;
   }
 
-  void applySync(const Decision& d, ApplyResult& r) {
-    std::string why;
-    Node* producer = resolve(d.anchor, &why);
-    if (!producer)
-      return finish(r, ApplyStatus::NotFound, "producer not found: " + why);
-    if (d.output_index < 0 ||
-        static_cast<std::size_t>(d.output_index) >= producer->outputs().size())
-      return finish(r, ApplyStatus::Skipped,
-                    "producer has no output " + std::to_string(d.output_index));
-    Value* v = producer->output(static_cast<std::size_t>(d.output_index));
-    if (!v->type()->cast<c10::TensorType>())
-      return finish(r, ApplyStatus::Skipped, valueLabel(v) + " is not a tensor");
-
-    // Which inputs of the listed consumers read v directly, and which already read a conversion.
+  // What a sync or async decision acts on: its value, the consumer inputs that read it
+  // directly, and how many already read a converted copy (either form).
+  struct Site {
+    Node* producer = nullptr;
+    Value* value = nullptr;
     std::vector<std::pair<Node*, std::size_t>> direct;
     std::size_t converted = 0;
+  };
+
+  static bool isAsyncStart(const Node* n) { return n->kind() == asyncSymbol(); }
+  static c10::Symbol asyncSymbol() {
+    static const c10::Symbol s = c10::Symbol::fromQualString("xalloc::contiguous_async");
+    return s;
+  }
+  // `in` is a converted copy of `v`: aten::contiguous(v), or aten::wait on
+  // xalloc::contiguous_async(v).
+  static bool isConvertedCopyOf(const Value* in, const Value* v) {
+    const Node* n = in->node();
+    if (isRowMajorContiguousCall(n))
+      return n->input(0) == v;
+    if (n->kind() == c10::aten::wait && !n->inputs().empty()) {
+      const Node* start = n->input(0)->node();
+      return isAsyncStart(start) && start->input(0) == v;
+    }
+    return false;
+  }
+
+  bool findSite(const Decision& d, ApplyResult& r, Site& site) {
+    std::string why;
+    Node* producer = resolve(d.anchor, &why);
+    if (!producer) {
+      finish(r, ApplyStatus::NotFound, "producer not found: " + why);
+      return false;
+    }
+    if (d.output_index < 0 ||
+        static_cast<std::size_t>(d.output_index) >= producer->outputs().size()) {
+      finish(r, ApplyStatus::Skipped, "producer has no output " + std::to_string(d.output_index));
+      return false;
+    }
+    Value* v = producer->output(static_cast<std::size_t>(d.output_index));
+    if (!v->type()->cast<c10::TensorType>()) {
+      finish(r, ApplyStatus::Skipped, valueLabel(v) + " is not a tensor");
+      return false;
+    }
+    site.producer = producer;
+    site.value = v;
     for (std::int64_t cid : d.consumers) {
       auto it = ops_by_id_.find(cid);
-      if (it == ops_by_id_.end())
-        return finish(r, ApplyStatus::Skipped,
-                      "consumer op " + std::to_string(cid) + " is not in the schedule's ops");
+      if (it == ops_by_id_.end()) {
+        finish(r, ApplyStatus::Skipped,
+               "consumer op " + std::to_string(cid) + " is not in the schedule's ops");
+        return false;
+      }
       Node* c = resolve(it->second->anchor, &why);
-      if (!c)
-        return finish(r, ApplyStatus::NotFound, "consumer not found: " + why);
+      if (!c) {
+        finish(r, ApplyStatus::NotFound, "consumer not found: " + why);
+        return false;
+      }
       bool reads = false;
       for (std::size_t i = 0; i < c->inputs().size(); ++i) {
         Value* in = c->input(i);
         if (in == v) {
-          direct.emplace_back(c, i);
+          site.direct.emplace_back(c, i);
           reads = true;
-        } else if (isRowMajorContiguousCall(in->node()) && in->node()->input(0) == v) {
-          ++converted;
+        } else if (isConvertedCopyOf(in, v)) {
+          ++site.converted;
           reads = true;
         }
       }
-      if (!reads)
-        return finish(r, ApplyStatus::Skipped,
-                      it->second->kind + " at " + it->second->anchor.describe() +
-                          " does not read " + valueLabel(v));
-      if (c->kind() == c10::aten::contiguous)
-        return finish(r, ApplyStatus::Skipped, "a consumer is itself a conversion");
+      if (!reads) {
+        finish(r, ApplyStatus::Skipped,
+               it->second->kind + " at " + it->second->anchor.describe() + " does not read " +
+                   valueLabel(v));
+        return false;
+      }
+      if (c->kind() == c10::aten::contiguous) {
+        finish(r, ApplyStatus::Skipped, "a consumer is itself a conversion");
+        return false;
+      }
     }
-    if (direct.empty())
-      return finish(r, converted > 0 ? ApplyStatus::AlreadyApplied : ApplyStatus::Skipped,
-                    converted > 0 ? "consumers already read a contiguous copy"
-                                  : "no consumers listed");
-    if (mutation_.hasWriters(v))
-      return finish(r, ApplyStatus::Skipped,
-                    valueLabel(v) + " is written in place; a copy would change what the write "
-                                    "affects");
+    if (site.direct.empty()) {
+      finish(r, site.converted > 0 ? ApplyStatus::AlreadyApplied : ApplyStatus::Skipped,
+             site.converted > 0 ? "consumers already read a contiguous copy"
+                                : "no consumers listed");
+      return false;
+    }
+    if (mutation_.hasWriters(v)) {
+      finish(r, ApplyStatus::Skipped,
+             valueLabel(v) + " is written in place; a copy would change what the write affects");
+      return false;
+    }
+    return true;
+  }
 
-    Node* first = direct.front().first;
-    for (const auto& [c, i] : direct)
-      if (liftToBlockOf(c, v)->isBefore(liftToBlockOf(first, v)))
+  Node* firstConsumer(const Site& site) const {
+    Node* first = site.direct.front().first;
+    for (const auto& [c, i] : site.direct)
+      if (liftToBlockOf(c, site.value)->isBefore(liftToBlockOf(first, site.value)))
         first = c;
-    Value* cv = insertContiguous(v, first, producer);
-    for (const auto& [c, i] : direct)
+    return first;
+  }
+
+  void applySync(const Decision& d, ApplyResult& r) {
+    Site site;
+    if (!findSite(d, r, site))
+      return;
+    Node* first = firstConsumer(site);
+    Value* cv = insertContiguous(site.value, first, site.producer);
+    for (const auto& [c, i] : site.direct)
       c->replaceInput(i, cv);
     finish(r, ApplyStatus::Applied,
-           "inserted aten::contiguous(" + valueLabel(v) + ") before " +
-               first->kind().toQualString() + "; " + std::to_string(direct.size()) +
+           "inserted aten::contiguous(" + valueLabel(site.value) + ") before " +
+               first->kind().toQualString() + "; " + std::to_string(site.direct.size()) +
                " input(s) rewired");
+  }
+
+  // The fast form: the conversion starts right after the producer on a side worker
+  // (xalloc::contiguous_async), and the first consumer waits for it (aten::wait).
+  void applyAsync(const Decision& d, ApplyResult& r) {
+    Site site;
+    if (!findSite(d, r, site))
+      return;
+    Node* first = firstConsumer(site);
+    torch::jit::Graph* graph = site.value->owningGraph();
+    Node* start = graph->create(asyncSymbol(), {site.value}, 1);
+    start->output()->setType(c10::FutureType::create(site.value->type()));
+    start->setSourceRange(site.producer->sourceRange());
+    start->insertAfter(site.value->node()->kind() == c10::prim::Param ? graph->block()->param_node()
+                                                                      : site.value->node());
+    Node* wait = graph->create(c10::aten::wait, {start->output()}, 1);
+    wait->output()->setType(site.value->type());
+    wait->setSourceRange(site.producer->sourceRange());
+    wait->insertBefore(liftToBlockOf(first, site.value));
+    std::string base = site.value->debugName();
+    if (auto dot = base.find('.'); dot != std::string::npos)
+      base = base.substr(0, dot);
+    if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0]))) {
+      start->output()->setDebugName(base + "_future");
+      wait->output()->setDebugName(base + "_contig");
+    }
+    for (const auto& [c, i] : site.direct)
+      c->replaceInput(i, wait->output());
+    finish(r, ApplyStatus::Applied,
+           "started xalloc::contiguous_async(" + valueLabel(site.value) +
+               ") after its producer; aten::wait before " + first->kind().toQualString() + "; " +
+               std::to_string(site.direct.size()) + " input(s) rewired");
   }
 
   void applyRemove(const Decision& d, ApplyResult& r) {

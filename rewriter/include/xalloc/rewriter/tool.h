@@ -15,6 +15,9 @@ struct XrewriteOptions {
   bool check = false; // write nothing; exit 1 when the model needs changes
   bool verify = true; // compare outputs of the original and the rewritten model bit for bit
   int verify_runs = 3;
+  /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
+  /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
+  std::string form = "portable";
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   bool quiet = false;
