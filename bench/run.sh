@@ -61,6 +61,12 @@ xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 echo "== scheduler: exact solver on seeded instances"
 xbench-sched
 
+echo "== end to end: xsched's plan (portable, fast) against contiguous-everywhere and strip-all"
+OUT="$OUT" RUNS="$RUNS" BIN="$BIN" SAMPLES="$SAMPLES" bash "$(dirname "$0")/policies.sh"
+
+echo "== the async runtime's conversion kernel against ATen and a plain copy"
+xbench-kernel
+
 echo "== graceful allocator: overhead over the raw upstream"
 xbench-alloc
 
