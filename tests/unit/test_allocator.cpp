@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -377,6 +378,7 @@ TEST(Ledger, PeerReleaseIsRecoveredWithin10ms) {
     const double lag = got - msOfNs(released);
     EXPECT_GE(lag, 0.0);
     EXPECT_LT(lag, 10.0) << "recovered " << lag << " ms after the peer's release";
+    std::printf("round %d: recovered %.3f ms after the peer's release\n", round, lag);
     stack.top->deallocate(p, kCap / 2);
   }
   EXPECT_EQ(stack.stats->snapshot()["num_ooms"], 0);
