@@ -127,6 +127,86 @@ Solution greedy(const Problem& p) {
   return s;
 }
 
+namespace {
+
+// Local search on a feasible plan, for groups the search could not finish: single-site changes
+// that gain, then pairs where one site gives up what it uses so another can take a better
+// option. Stops when no move gains or at the deadline. Never makes the plan infeasible.
+void improveLocally(const Problem& p, std::vector<int>& choice,
+                    std::chrono::steady_clock::time_point deadline) {
+  const std::size_t n = p.sites.size();
+  std::vector<double> load(p.window_capacity.size(), 0.0);
+  LiveTree tree(p.memory_budget ? p.base_live : std::vector<std::int64_t>{});
+  for (std::size_t i = 0; i < n; ++i) {
+    const Option& o = p.sites[i].options[static_cast<std::size_t>(choice[i])];
+    if (o.window >= 0)
+      load[static_cast<std::size_t>(o.window)] += o.load;
+    if (p.memory_budget)
+      tree.add(o.memory, +1);
+  }
+  // Switches site i to option k when the plan stays feasible; returns whether it did.
+  auto trySwitch = [&](std::size_t i, int k) {
+    const Option& from = p.sites[i].options[static_cast<std::size_t>(choice[i])];
+    const Option& to = p.sites[i].options[static_cast<std::size_t>(k)];
+    if (to.window >= 0) {
+      const double now =
+          load[static_cast<std::size_t>(to.window)] - (from.window == to.window ? from.load : 0.0);
+      if (!fits(now + to.load, p.window_capacity[static_cast<std::size_t>(to.window)]))
+        return false;
+    }
+    if (p.memory_budget) {
+      tree.add(from.memory, -1);
+      tree.add(to.memory, +1);
+      if (tree.peak() > *p.memory_budget) {
+        tree.add(to.memory, -1);
+        tree.add(from.memory, +1);
+        return false;
+      }
+    }
+    if (from.window >= 0)
+      load[static_cast<std::size_t>(from.window)] -= from.load;
+    if (to.window >= 0)
+      load[static_cast<std::size_t>(to.window)] += to.load;
+    choice[i] = k;
+    return true;
+  };
+  auto gainOf = [&](std::size_t i, int k) {
+    return p.sites[i].options[static_cast<std::size_t>(k)].gain;
+  };
+  bool improved = true;
+  while (improved && std::chrono::steady_clock::now() < deadline) {
+    improved = false;
+    for (std::size_t i = 0; i < n; ++i)
+      for (int k = 0; k < static_cast<int>(p.sites[i].options.size()); ++k)
+        if (gainOf(i, k) > gainOf(i, choice[i]) + kEps && trySwitch(i, k))
+          improved = true;
+    for (std::size_t a = 0; a < n && !improved; ++a) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return;
+      const int a_was = choice[a];
+      for (int ka = 0; ka < static_cast<int>(p.sites[a].options.size()) && !improved; ++ka) {
+        if (ka == a_was || !trySwitch(a, ka))
+          continue;
+        const double lost = gainOf(a, a_was) - gainOf(a, ka);
+        for (std::size_t b = 0; b < n && !improved; ++b) {
+          if (b == a)
+            continue;
+          const int b_was = choice[b];
+          for (int kb = 0; kb < static_cast<int>(p.sites[b].options.size()); ++kb)
+            if (gainOf(b, kb) - gainOf(b, b_was) > lost + kEps && trySwitch(b, kb)) {
+              improved = true;
+              break;
+            }
+        }
+        if (!improved)
+          trySwitch(a, a_was); // undo: always feasible, it was the plan before
+      }
+    }
+  }
+}
+
+} // namespace
+
 Solution solve(const Problem& p, const SolveLimits& limits) {
   checkProblem(p);
   Solution seed = greedy(p);
@@ -153,6 +233,17 @@ Solution solve(const Problem& p, const SolveLimits& limits) {
   auto g = evaluate(p, out.choice);
   if (!g) // no feasible plan was found (only possible under a memory budget)
     throw InputError("xsched", "no plan fits the memory budget");
+  if (!out.optimal) {
+    // The search stopped early: spend what is left of the time limit (at least a tenth of
+    // it) improving the plan locally.
+    const auto floor =
+        std::chrono::steady_clock::now() +
+        std::chrono::microseconds(static_cast<std::int64_t>(limits.time_limit_ms * 100));
+    improveLocally(p, out.choice, std::max(deadline, floor));
+    g = evaluate(p, out.choice);
+    XALLOC_EXPECTS(g.has_value(), "local search keeps the plan feasible");
+    out.method = "branch-and-bound + local search";
+  }
   out.gain = *g;
   out.bound = out.optimal ? out.gain : std::max(bound, out.gain);
   return out;
