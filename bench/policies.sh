@@ -7,7 +7,7 @@ BIN=${BIN:-build/bin}
 SAMPLES=${SAMPLES:-build/samples}
 OUT=${OUT:-data/tmp/bench}
 RUNS=${RUNS:-50}
-MODELS=${MODELS:-minigpt mixer redundant attention shufflecnn}
+MODELS=${MODELS:-minigpt mixer redundant attention shufflecnn overlap}
 export PATH="$BIN:$PATH"
 here=$(dirname "$0")
 mkdir -p "$OUT"

@@ -129,6 +129,21 @@ class Attention(nn.Module):
         return t + self.mlp(self.norm2(t))
 
 
+class Overlap(nn.Module):
+    """A transposed activation whose projection could wait: an independent branch runs between
+    the transpose and its consumer, leaving a core idle where the conversion can run."""
+
+    def __init__(self, dim: int = 128):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.branch = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        t = x.transpose(1, 2)  # [B, dim, tokens]: read by proj only after the branch
+        b = self.branch(y)
+        return self.proj(t).sum(1) + b.sum(1)
+
+
 MODELS = {
     "mixer": (TokenMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "redundant": (Redundant, [{"name": "x", "shape": [128, 64], "dtype": "float32"}]),
@@ -136,4 +151,6 @@ MODELS = {
     "forked": (Forked, [{"name": "x", "shape": [4, 4], "dtype": "float32"}]),
     "shufflecnn": (ShuffleCNN, [{"name": "x", "shape": [4, 24, 32, 32], "dtype": "float32"}]),
     "attention": (Attention, [{"name": "x", "shape": [4, 32, 16, 16], "dtype": "float32"}]),
+    "overlap": (Overlap, [{"name": "x", "shape": [8, 128, 128], "dtype": "float32"},
+                          {"name": "y", "shape": [8, 128, 128], "dtype": "float32"}]),
 }

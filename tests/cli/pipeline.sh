@@ -143,4 +143,28 @@ printf '%s\n' '{"sizes":[64,64],"strides":[1,64],"dtype":"float32","device":"cpu
   xcost predict --cost "$WORK/mixer/cost.json" >"$WORK/pred.jsonl"
 [[ $(wc -l <"$WORK/pred.jsonl") -eq 2 ]] || fail "predict should answer each line"
 grep -q '"model"' "$WORK/pred.jsonl" || fail "predict output lacks the model"
+
+# A real async decision: in the overlap model an independent branch runs between a transpose and
+# its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it
+# on the side worker, bit-identical to the original.
+if [[ $(nproc) -ge 2 ]]; then
+  xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" | xcost | xsched -o "$WORK/overlap.json"
+  python3 - "$WORK/overlap.json" <<'PY' || fail "overlap: no async decision"
+import json, sys
+s = json.load(open(sys.argv[1]))
+a = [d for d in s["decisions"] if d["action"] == "async"]
+assert len(a) == 1 and a[0]["anchor"]["expr"] == "x.transpose(1, 2)", s["decisions"]
+w = {e["id"]: e for e in s["gpu_idle_events"]}[a[0]["window_id"]]
+assert w["after_op_id"] >= a[0]["producer"] and w["before_op_id"] <= min(a[0]["consumers"]), w
+assert s["summary"]["optimal"] is True
+PY
+  xrewrite "$XALLOC_SAMPLES/overlap.pt" -s "$WORK/overlap.json" --form fast -o "$WORK/overlap.fast.pt" -q
+  if [[ -n "${XALLOC_PYTHON_PATH:-}" ]]; then
+    same_outputs "$XALLOC_SAMPLES/overlap.pt" "$WORK/overlap.fast.pt" >/dev/null ||
+      fail "overlap: fast rewrite differs"
+  fi
+  xrewrite --show "$WORK/overlap.fast.pt" >"$WORK/overlap.shown.json"
+  grep -Eq '"action": ?"async"' "$WORK/overlap.shown.json" ||
+    fail "overlap: the stored schedule has no async decision"
+fi
 echo "cli.pipeline: ok"
