@@ -17,11 +17,18 @@ std::string dtypeGroup(const std::string& dtype) {
 namespace {
 
 json toJson(const FitQuality& q) {
-  return json{{"folds", q.folds},
-              {"samples", q.samples},
-              {"mape", q.mape},
-              {"median_ape", q.median_ape},
-              {"max_ape", q.max_ape}};
+  json j{{"folds", q.folds},
+         {"samples", q.samples},
+         {"mape", q.mape},
+         {"median_ape", q.median_ape},
+         {"max_ape", q.max_ape}};
+  if (q.kendall_tau)
+    j["kendall_tau"] = *q.kendall_tau;
+  return j;
+}
+
+json optionalQuality(const std::optional<FitQuality>& q) {
+  return q ? toJson(*q) : json(nullptr);
 }
 
 FitQuality readFitQuality(const JsonReader& r) {
@@ -31,7 +38,64 @@ FitQuality readFitQuality(const JsonReader& r) {
   q.mape = r.at("mape").toNonNegative();
   q.median_ape = r.at("median_ape").toNonNegative();
   q.max_ape = r.at("max_ape").toNonNegative();
+  if (auto t = r.find("kendall_tau"); t && !t->isNull())
+    q.kendall_tau = t->toNumber();
   return q;
+}
+
+std::optional<FitQuality> readOptionalQuality(const JsonReader& r, const char* key) {
+  if (auto q = r.find(key); q && !q->isNull())
+    return readFitQuality(*q);
+  return std::nullopt;
+}
+
+json toJson(const StrideModel& m) {
+  json paths = json::array();
+  for (const auto& p : m.paths)
+    paths.push_back(
+        {{"path", p.path}, {"coefficients", p.coefficients}, {"n_samples", p.n_samples}});
+  return json{{"device", m.device},
+              {"caches",
+               {{"l1d_bytes", m.caches.l1d_bytes},
+                {"l2_bytes", m.caches.l2_bytes},
+                {"l3_bytes", m.caches.l3_bytes}}},
+              {"floor_gbps", m.floor_gbps},
+              {"features", m.features},
+              {"paths", paths},
+              {"holdout", optionalQuality(m.holdout)},
+              {"classic_holdout", optionalQuality(m.classic_holdout)},
+              {"test", optionalQuality(m.test)},
+              {"classic_test", optionalQuality(m.classic_test)},
+              {"formula", "cost_ms = max(sum_k c[path][k] * feature_k(layout), bytes / floor)"}};
+}
+
+StrideModel readStrideModel(const JsonReader& r) {
+  StrideModel m;
+  m.device = r.getString("device");
+  auto c = r.at("caches");
+  m.caches.l1d_bytes = c.at("l1d_bytes").toCount();
+  m.caches.l2_bytes = c.at("l2_bytes").toCount();
+  m.caches.l3_bytes = c.at("l3_bytes").toCount();
+  m.floor_gbps = r.getNonNegative("floor_gbps", 0);
+  r.at("features").forEach([&](const JsonReader& f) { m.features.push_back(f.toString()); });
+  r.at("paths").forEach([&](const JsonReader& p) {
+    StridePath sp;
+    sp.path = p.getString("path");
+    p.at("coefficients").forEach([&](const JsonReader& x) {
+      sp.coefficients.push_back(x.toNonNegative());
+    });
+    if (sp.coefficients.size() != m.features.size())
+      p.at("coefficients")
+          .fail("expected " + std::to_string(m.features.size()) +
+                " coefficients, one per feature, got " + std::to_string(sp.coefficients.size()));
+    sp.n_samples = p.at("n_samples").toCount();
+    m.paths.push_back(std::move(sp));
+  });
+  m.holdout = readOptionalQuality(r, "holdout");
+  m.classic_holdout = readOptionalQuality(r, "classic_holdout");
+  m.test = readOptionalQuality(r, "test");
+  m.classic_test = readOptionalQuality(r, "classic_test");
+  return m;
 }
 
 json toJson(const CostModelEntry& e) {
@@ -79,6 +143,9 @@ json toJson(const Cost& c) {
   j["cost_model"] = json::array();
   for (const auto& e : c.cost_model)
     j["cost_model"].push_back(toJson(e));
+  j["stride_model"] = json::array();
+  for (const auto& m : c.stride_model)
+    j["stride_model"].push_back(toJson(m));
   return j;
 }
 
@@ -93,6 +160,8 @@ Cost readCost(const JsonReader& r) {
   r.at("cost_model").forEach([&](const JsonReader& e) {
     c.cost_model.push_back(readCostModelEntry(e));
   });
+  if (auto s = r.find("stride_model"))
+    s->forEach([&](const JsonReader& e) { c.stride_model.push_back(readStrideModel(e)); });
   return c;
 }
 

@@ -12,9 +12,10 @@ inline constexpr std::int64_t kCostVersion = 1;
 struct FitQuality {
   std::int64_t folds = 0;
   std::int64_t samples = 0;
-  double mape = 0;       // mean absolute percentage error, in percent
-  double median_ape = 0; // in percent
-  double max_ape = 0;    // in percent
+  double mape = 0;                   // mean absolute percentage error, in percent
+  double median_ape = 0;             // in percent
+  double max_ape = 0;                // in percent
+  std::optional<double> kendall_tau; // rank agreement of predicted and measured times
 };
 
 /// cost_ms ~= alpha * numel + beta * ndim + gamma, for one device and dtype group.
@@ -31,11 +32,32 @@ struct CostModelEntry {
   std::optional<FitQuality> holdout;
 };
 
+/// The stride-aware model of one device: per copy-kernel path, non-negative coefficients over
+/// layout features (see costfit/stride.h), fitted for relative error.
+struct StridePath {
+  std::string path; // "transpose2d", "vectorized", "broadcast", "strided", or "any" (pooled)
+  std::vector<double> coefficients; // one per feature, in StrideModel::features order
+  std::int64_t n_samples = 0;
+};
+
+struct StrideModel {
+  std::string device = "cpu";
+  CacheInfo caches;                  // the cache sizes the features were computed with
+  double floor_gbps = 0;             // predictions never beat bytes / this bandwidth
+  std::vector<std::string> features; // names, in coefficient order
+  std::vector<StridePath> paths;
+  std::optional<FitQuality> holdout;         // k-fold by layout
+  std::optional<FitQuality> classic_holdout; // the classic model on the same folds
+  std::optional<FitQuality> test;            // on an independent profile (xcost --test)
+  std::optional<FitQuality> classic_test;
+};
+
 struct Cost {
   std::string tool_version;
   ModelInfo model; // the model whose profile the fit came from
   std::vector<ConversionCost> conversion_cost_table;
   std::vector<CostModelEntry> cost_model;
+  std::vector<StrideModel> stride_model;
 };
 
 /// "4-byte" for float32 etc.
