@@ -55,6 +55,13 @@ print(f"{sys.argv[3]:<12} {len(a)} sites, {acted} acted on; "
 PY
 done
 
+echo "== cost models on an independent sweep (fit on seed 0, test on seed 1)"
+for seed in 0 1; do
+  xprof "$SAMPLES/mixer.pt" -q --no-db --no-consumers --sweep --seed $seed -o "$OUT/sweep$seed.json"
+done
+xcost "$OUT/sweep0.json" --test "$OUT/sweep1.json" -o "$OUT/sweep.cost.json" --report | tail -6
+xbench-costfit
+
 echo "== memory planning"
 xbench-memplan "$OUT/minigpt.profile.json" "$OUT/mixer.profile.json"
 

@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 
+#include "xalloc/costfit/stride.h"
 #include "xalloc/error.h"
 
 namespace xalloc::costfit {
@@ -163,7 +164,47 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
     e.holdout = crossValidateClassic(samples, options.folds, floor_gbps);
     cost.cost_model.push_back(std::move(e));
   }
+  // The stride-aware model: one per device, over every dtype.
+  std::map<std::string, std::vector<Sample>> by_device;
+  for (const auto& c : profile.conversion_cost_table)
+    by_device[c.layout.device].push_back({c.layout, c.median_ms});
+  for (const auto& [device, samples] : by_device) {
+    const bool ours = device == profile.device.type;
+    const double floor_gbps = ours ? profile.device.copy_bandwidth_gbps : 0;
+    const formats::CacheInfo caches = ours ? profile.device.caches : formats::CacheInfo{};
+    auto m = fitStride(samples, device, caches, floor_gbps);
+    if (!m)
+      continue;
+    if (auto cv = crossValidateStride(samples, caches, floor_gbps, options.folds)) {
+      m->holdout = cv->first;
+      m->classic_holdout = cv->second;
+    }
+    cost.stride_model.push_back(std::move(*m));
+  }
   return cost;
+}
+
+void testCost(formats::Cost& cost, const formats::Profile& independent) {
+  for (auto& m : cost.stride_model) {
+    std::vector<double> stride, classic, measured;
+    for (const auto& c : independent.conversion_cost_table) {
+      if (c.layout.device != m.device || !(c.median_ms > 0))
+        continue;
+      const formats::CostModelEntry* e = nullptr;
+      for (const auto& entry : cost.cost_model)
+        if (entry.device == m.device && entry.dtype_group == formats::dtypeGroup(c.layout.dtype))
+          e = &entry;
+      if (!e)
+        continue;
+      measured.push_back(c.median_ms);
+      stride.push_back(predictStride(m, c.layout));
+      classic.push_back(predictClassic(*e, c.layout));
+    }
+    if (measured.empty())
+      continue;
+    m.test = quality(stride, measured, 0);
+    m.classic_test = quality(classic, measured, 0);
+  }
 }
 
 CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {
@@ -174,6 +215,9 @@ CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {
 std::optional<CostPredictor::Prediction> CostPredictor::predict(const Layout& layout) const {
   if (auto it = measured_.find(layout.key()); it != measured_.end())
     return Prediction{it->second->median_ms, it->second->spread_ms, "measured"};
+  for (const auto& m : cost_.stride_model)
+    if (m.device == layout.device)
+      return Prediction{predictStride(m, layout), 0.0, "stride"};
   const std::string group = formats::dtypeGroup(layout.dtype);
   for (const auto& e : cost_.cost_model)
     if (e.device == layout.device && e.dtype_group == group)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/stride.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/formats/json_reader.h"
@@ -42,13 +43,43 @@ std::string reportTable(const formats::Cost& cost) {
     out << "(no non-contiguous layouts were measured: nothing to fit)\n";
   out << "APE columns are k-fold cross-validated by layout; -1 means too few layouts to hold "
          "out.\n";
+  for (const auto& m : cost.stride_model) {
+    out << "\nstride-aware model, " << m.device << " (paths:";
+    for (const auto& p : m.paths)
+      out << " " << p.path << "=" << p.n_samples;
+    out << ")\n";
+    std::snprintf(line, sizeof line, "%-22s %7s %9s %9s %9s %8s\n", "accuracy", "n", "MAPE %",
+                  "medAPE %", "maxAPE %", "tau");
+    out << line;
+    auto row = [&](const char* name, const std::optional<formats::FitQuality>& q) {
+      if (!q)
+        return;
+      std::snprintf(line, sizeof line, "%-22s %7lld %9.1f %9.1f %9.1f %8.3f\n", name,
+                    static_cast<long long>(q->samples), q->mape, q->median_ape, q->max_ape,
+                    q->kendall_tau.value_or(0.0));
+      out << line;
+    };
+    row("stride, k-fold", m.holdout);
+    row("classic, same folds", m.classic_holdout);
+    row("stride, --test", m.test);
+    row("classic, --test", m.classic_test);
+  }
   return out.str();
 }
 
 int runPredict(const XcostOptions& o) {
   if (o.cost.empty())
     throw InputError("xcost", "predict needs --cost cost.json");
+  if (o.predict_model != "auto" && o.predict_model != "stride" && o.predict_model != "classic")
+    throw InputError("xcost",
+                     "--model: '" + o.predict_model + "' is not one of auto, stride, classic");
   formats::Cost cost = formats::loadCost(o.cost);
+  if (o.predict_model == "classic")
+    cost.stride_model.clear();
+  if (o.predict_model != "auto")
+    cost.conversion_cost_table.clear(); // a named model answers every layout itself
+  if (o.predict_model == "stride")
+    cost.cost_model.clear();
   CostPredictor predictor(cost);
   std::string text = readFile("-");
   std::istringstream lines(text);
@@ -91,6 +122,8 @@ int runXcost(const XcostOptions& o) {
   fo.folds = o.folds;
   formats::Cost cost = fitCost(profile, fo);
   cost.tool_version = kVersion;
+  if (!o.test.empty())
+    testCost(cost, formats::loadProfile(o.test));
   emitDocument(o.output, set.documents(), formats::toJson(cost));
   if (o.report) {
     bool doc_on_stdout = o.output.empty() || o.output == "-";

@@ -63,6 +63,13 @@ expect_error 2 'badwindow\.json: /gpu_idle_events/0/before_op_id: error: unknown
 expect_error 2 'xrewrite: error: -o names the input model' -- xrewrite "$model" -s "$WORK/schedule.json" -o "$model"
 expect_error 2 'xrewrite: error: no output' -- xrewrite "$model" -s "$WORK/schedule.json"
 expect_error 2 'no schedule stored' -- xrewrite --show "$model"
+# xcost predict: bad layouts and a bad model name.
+echo '{"sizes":[4,-1],"strides":[1,4],"dtype":"float32"}' >"$WORK/neg.jsonl"
+expect_error 2 '<stdin>:1: /sizes/1: error: expected a non-negative size' -- bash -c "xcost predict --cost '$WORK/cost.json' <'$WORK/neg.jsonl'"
+echo '{"sizes":[4,4],"strides":[1],"dtype":"float32"}' >"$WORK/short.jsonl"
+expect_error 2 '<stdin>:1: /strides: error: expected 2 strides \(one per dimension of sizes\), got 1' -- bash -c "xcost predict --cost '$WORK/cost.json' <'$WORK/short.jsonl'"
+expect_error 2 "xcost: error: --model: 'best' is not one of auto, stride, classic" -- bash -c "xcost predict --cost '$WORK/cost.json' --model best </dev/null"
+
 # xsched memplan: bad tensor lists.
 plan() { echo "$1" >"$WORK/tensors.json"; }
 plan '{"tensors":[{"id":"a","size":-5,"first_op":0,"last_op":1}]}'

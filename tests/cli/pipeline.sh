@@ -143,6 +143,11 @@ printf '%s\n' '{"sizes":[64,64],"strides":[1,64],"dtype":"float32","device":"cpu
   xcost predict --cost "$WORK/mixer/cost.json" >"$WORK/pred.jsonl"
 [[ $(wc -l <"$WORK/pred.jsonl") -eq 2 ]] || fail "predict should answer each line"
 grep -q '"model"' "$WORK/pred.jsonl" || fail "predict output lacks the model"
+for m in stride classic; do
+  echo '{"sizes":[96,64],"strides":[1,96],"dtype":"float32"}' |
+    xcost predict --cost "$WORK/mixer/cost.json" --model $m | grep -q "\"model\":\"$m\"" ||
+    fail "predict --model $m did not answer with that model"
+done
 
 # A real async decision: in the overlap model an independent branch runs between a transpose and
 # its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it

@@ -115,10 +115,22 @@ TEST(Costfit, FitCostGroupsByDeviceAndDtypeAndPredictorPrefersMeasurements) {
   ASSERT_TRUE(measured);
   EXPECT_EQ(measured->model, "measured");
   EXPECT_EQ(measured->ms, cost.conversion_cost_table[0].median_ms);
-  auto modeled = pred.predict(contiguousLayout({3000, 3}));
+  // Unmeasured layouts: the stride-aware model of the device answers every dtype...
+  ASSERT_EQ(cost.stride_model.size(), 1u);
+  auto strided = pred.predict(contiguousLayout({10}, "int64"));
+  ASSERT_TRUE(strided);
+  EXPECT_EQ(strided->model, "stride");
+  formats::Layout gpu = contiguousLayout({10});
+  gpu.device = "cuda:0";
+  EXPECT_FALSE(pred.predict(gpu).has_value());
+  // ... and without it, the classic model of the dtype group.
+  formats::Cost classic_only = cost;
+  classic_only.stride_model.clear();
+  CostPredictor classic(classic_only);
+  auto modeled = classic.predict(contiguousLayout({3000, 3}));
   ASSERT_TRUE(modeled);
   EXPECT_EQ(modeled->model, "classic");
   EXPECT_NEAR(modeled->ms, truth(contiguousLayout({3000, 3})),
               0.2 * truth(contiguousLayout({3000, 3})));
-  EXPECT_FALSE(pred.predict(contiguousLayout({10}, "int64")).has_value());
+  EXPECT_FALSE(classic.predict(contiguousLayout({10}, "int64")).has_value());
 }

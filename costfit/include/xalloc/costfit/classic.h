@@ -36,18 +36,24 @@ struct FitOptions {
   int folds = 5;
 };
 
-/// Fits every (device, dtype group) present in the profile's conversion cost table.
+/// Fits every (device, dtype group) present in the profile's conversion cost table with the
+/// classic model, and every device with the stride-aware model (stride.h).
 formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options = {});
 
+/// Scores the cost document's models on an independent profile's measurements (its
+/// conversion cost table): fills StrideModel::test and classic_test.
+void testCost(formats::Cost& cost, const formats::Profile& independent);
+
 /// Predicts conversion times from a cost document: a layout measured in the table gets its
-/// median, any other layout the fitted model of its group.
+/// median, any other the stride-aware model of its device, or else the classic model of its
+/// group.
 class CostPredictor {
 public:
   explicit CostPredictor(const formats::Cost& cost);
   struct Prediction {
     double ms = 0;
     double spread_ms = 0;
-    std::string model; // "measured" or "classic"
+    std::string model; // "measured", "stride" or "classic"
   };
   /// nullopt when neither the table nor any model covers the layout's device and dtype group.
   std::optional<Prediction> predict(const formats::Layout& layout) const;

@@ -10,9 +10,11 @@ struct XcostOptions {
   std::string output; // cost.json, "-", or "" (stream mode)
   bool report = false;
   int folds = 5;
+  std::string test; // an independent profile to score the models on ("" = none)
   // `xcost predict`
   bool predict = false;
   std::string cost; // cost.json for predict ("" = read the stream on stdin... not allowed)
+  std::string predict_model = "auto"; // "auto", "stride" or "classic"
 };
 
 int runXcost(const XcostOptions& options);
