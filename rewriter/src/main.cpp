@@ -1,4 +1,6 @@
 // xrewrite command line: parses flags into XrewriteOptions and calls runXrewrite.
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "xalloc/rewriter/tool.h"
@@ -6,8 +8,18 @@
 
 int main(int argc, char** argv) {
   xalloc::rewriter::XrewriteOptions o;
-  CLI::App app{"xrewrite: write a schedule back into a TorchScript model (sync conversions "
-               "inserted, useless ones removed), verified bit-identical.",
+  // Like clang tools, everything after `--` is compiler flags for the C++ sources.
+  int own = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      own = i;
+      for (int j = i + 1; j < argc; ++j)
+        o.compiler_args.push_back(argv[j]);
+      break;
+    }
+  CLI::App app{"xrewrite: write a schedule back into a TorchScript model (conversions inserted "
+               "or removed, verified bit-identical), or into C++ sources with Clang (--cpp: a "
+               "unified diff, --in-place, --check, --export-fixes).",
                "xrewrite"};
   app.add_option("model", o.model, "TorchScript model to rewrite");
   app.add_option("-s,--schedule", o.schedule,
@@ -30,7 +42,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--show", o.show, "print the schedule stored in a rewritten model and exit");
   app.add_flag("-q,--quiet", o.quiet, "only warnings and errors on stderr");
-  if (auto code = xalloc::parseCommandLine(app, argc, argv))
+  app.add_option("--cpp", o.cpp_files,
+                 "C++ sources to patch (compile flags from -p or after --); prints a unified "
+                 "diff unless --in-place, --check or --export-fixes");
+  app.add_option("-p", o.build_dir, "folder with compile_commands.json (C++ sources)");
+  app.add_flag("--in-place", o.in_place, "C++: write the patched sources (atomically)");
+  app.add_option("--export-fixes", o.export_fixes,
+                 "C++: write the edits as clang-apply-replacements YAML");
+  if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;
   return xalloc::runGuarded("xrewrite", [&] { return xalloc::rewriter::runXrewrite(o); });

@@ -3,16 +3,88 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
 #include "torchscript_rewrite.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
+#include "xalloc/rewriter/cpp_rewrite.h"
+#include "xalloc/rewriter/text_diff.h"
 #include "xalloc/tool.h"
 
 namespace xalloc::rewriter {
 
+namespace {
+
+// Paths in diffs are relative to the repository (git's top level, else the working directory),
+// so `git apply` takes the patch.
+std::string repoRelative(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::current_path();
+  if (std::FILE* p = ::popen("git rev-parse --show-toplevel 2>/dev/null", "r")) {
+    char buf[4096] = {};
+    if (std::fgets(buf, sizeof buf, p)) {
+      std::string top(buf);
+      while (!top.empty() && (top.back() == '\n' || top.back() == '\r'))
+        top.pop_back();
+      if (!top.empty())
+        root = top;
+    }
+    ::pclose(p);
+  }
+  std::error_code ec;
+  const fs::path rel = fs::relative(path, root, ec);
+  return ec || rel.empty() || rel.string().rfind("..", 0) == 0 ? path : rel.string();
+}
+
+int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
+  CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args);
+  for (const auto& n : r.notes) {
+    if (n.warning)
+      printWarning(n.location, n.message);
+    else if (!o.quiet)
+      printNote(n.location, n.message);
+  }
+  if (!o.quiet)
+    std::cerr << "xrewrite: " << r.applied << " applied, " << r.already << " already applied, "
+              << r.not_found << " not found, " << r.skipped << " skipped\n";
+  if (!o.export_fixes.empty())
+    writeFileAtomic(o.export_fixes, exportFixesYaml(r));
+  if (o.check)
+    return r.after.empty() ? kExitOk : kExitChangesNeeded;
+  if (o.in_place) {
+    for (const auto& [file, text] : r.after)
+      writeFileAtomic(file, text);
+    return kExitOk;
+  }
+  if (o.export_fixes.empty() || o.diff)
+    for (const auto& [file, text] : r.after) {
+      const std::string rel = repoRelative(file);
+      const bool abs = !rel.empty() && rel[0] == '/';
+      std::cout << unifiedDiff(r.before.at(file), text, (abs ? "" : "a/") + rel,
+                               (abs ? "" : "b/") + rel);
+    }
+  return kExitOk;
+}
+
+} // namespace
+
 int runXrewrite(const XrewriteOptions& o) {
   if (!o.show.empty())
     return showStoredSchedule(o.show);
+  if (!o.cpp_files.empty()) {
+    if (!o.model.empty())
+      throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");
+    if (o.in_place && o.check)
+      throw InputError("xrewrite", "--in-place and --check exclude each other");
+    bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");
+    auto set = formats::DocumentSet::read(from_stdin ? "-" : o.schedule);
+    return rewriteCppSources(
+        o, formats::scheduleFromJson(set.require(formats::DocKind::Schedule), set.name()));
+  }
   if (o.model.empty())
     throw InputError("xrewrite", "no model: give the TorchScript file to rewrite");
   if (o.output.empty() && !o.check && !o.diff)

@@ -21,6 +21,13 @@ struct XrewriteOptions {
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   bool quiet = false;
+  // C++ sources (Clang): the files to patch, the compilation database folder (-p) or the
+  // compiler flags after `--`, and what to do with the patch.
+  std::vector<std::string> cpp_files;
+  std::string build_dir;
+  std::vector<std::string> compiler_args;
+  bool in_place = false;
+  std::string export_fixes;
 };
 
 int runXrewrite(const XrewriteOptions& options);

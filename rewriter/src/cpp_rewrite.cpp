@@ -1,0 +1,491 @@
+// rewriteCpp: anchors -> Clang AST expressions -> text edits. Compiled without RTTI, like LLVM.
+#include "xalloc/rewriter/cpp_rewrite.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <unistd.h>
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/ParentMapContext.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendAction.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Lex/Lexer.h>
+#include <clang/Tooling/CompilationDatabase.h>
+#include <clang/Tooling/Tooling.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "xalloc/error.h"
+#include "xalloc/io.h"
+
+namespace xalloc::rewriter {
+
+namespace fs = std::filesystem;
+using namespace clang;
+
+namespace {
+
+std::string normalise(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    // Keep one space only between two identifier characters ("return x", not "a + b").
+    if (space && !out.empty() &&
+        (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_') &&
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? path : p.string();
+}
+
+// The anchor's file names this source: the same path, or a suffix of it ("samples/x.cpp").
+bool sameFile(const std::string& anchor_file, const std::string& source) {
+  if (anchor_file.empty())
+    return false;
+  const std::string a = canonical(anchor_file);
+  if (a == source)
+    return true;
+  return source.size() > anchor_file.size() &&
+         source.compare(source.size() - anchor_file.size(), anchor_file.size(), anchor_file) == 0 &&
+         source[source.size() - anchor_file.size() - 1] == '/';
+}
+
+bool isTensorType(QualType t) {
+  t = t.getNonReferenceType().getCanonicalType();
+  const auto* rd = t->getAsCXXRecordDecl();
+  if (!rd)
+    return false;
+  const std::string name = rd->getQualifiedNameAsString();
+  return name == "at::Tensor" || name == "at::TensorBase";
+}
+
+// Implicit wrappers share their child's source range; the semantic expression is beneath.
+const Expr* semantic(const Expr* e) {
+  while (true) {
+    if (const auto* c = dyn_cast<CXXConstructExpr>(e);
+        c && c->getNumArgs() == 1 && c->getSourceRange() == c->getArg(0)->getSourceRange()) {
+      e = c->getArg(0);
+      continue;
+    }
+    const Expr* inner = e->IgnoreImplicit();
+    if (inner == e)
+      return e;
+    e = inner;
+  }
+}
+
+bool isContiguousCall(const Expr* e) {
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  if (!call || !call->getMethodDecl() || call->getMethodDecl()->getNameAsString() != "contiguous")
+    return false;
+  for (unsigned i = 0; i < call->getNumArgs(); ++i)
+    if (!isa<CXXDefaultArgExpr>(call->getArg(i)))
+      return false; // an explicit memory format: not a plain conversion
+  return true;
+}
+
+// Binary and other non-postfix expressions need parentheses before `.contiguous()`.
+bool isPostfix(const Expr* e) {
+  e = semantic(e);
+  if (isa<DeclRefExpr, MemberExpr, ParenExpr, ArraySubscriptExpr, CXXMemberCallExpr, CXXThisExpr>(
+          e))
+    return true;
+  if (const auto* op = dyn_cast<CXXOperatorCallExpr>(e))
+    return op->getOperator() == OO_Call || op->getOperator() == OO_Subscript;
+  return isa<CallExpr>(e);
+}
+
+struct Candidate {
+  const Expr* expr;
+  unsigned begin, end; // file offsets of the expression's text
+  bool macro;
+  bool dependent; // inside a template: the type is not known
+};
+
+class Collector : public RecursiveASTVisitor<Collector> {
+public:
+  Collector(ASTContext& ctx, const std::string& main_file)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), main_(main_file) {}
+
+  bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
+  bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
+  bool TraverseCXXConstructorDecl(CXXConstructorDecl* f) { return traverseFunction(f); }
+
+  bool VisitExpr(Expr* e) {
+    if (!function_ || e != semantic(e))
+      return true;
+    const SourceRange range = e->getSourceRange();
+    if (range.isInvalid())
+      return true;
+    const bool macro = range.getBegin().isMacroID() || range.getEnd().isMacroID();
+    const SourceLocation begin = sm_.getFileLoc(range.getBegin());
+    if (!sm_.isWrittenInMainFile(begin))
+      return true;
+    const bool dependent = e->isTypeDependent();
+    if (!dependent && !isTensorType(e->getType()))
+      return true;
+    // A macro's expansion range covers its whole invocation, `TRANSPOSED(a)`.
+    const CharSourceRange chars = sm_.getExpansionRange(range);
+    const std::string text = normalise(Lexer::getSourceText(chars, sm_, ctx_.getLangOpts()).str());
+    if (text.empty())
+      return true;
+    const unsigned b = sm_.getFileOffset(chars.getBegin());
+    const unsigned end = chars.isTokenRange() ? sm_.getFileOffset(Lexer::getLocForEndOfToken(
+                                                    chars.getEnd(), 0, sm_, ctx_.getLangOpts()))
+                                              : sm_.getFileOffset(chars.getEnd());
+    auto& list = by_key_[{function_name_, text}];
+    for (const auto& c : list)
+      if (c.begin == b && c.end == end)
+        return true; // the same text twice (a wrapper we did not recognise)
+    list.push_back({e, b, end, macro, dependent});
+    return true;
+  }
+
+  std::map<std::pair<std::string, std::string>, std::vector<Candidate>> by_key_;
+
+private:
+  template <typename F> bool traverseFunction(F* f) {
+    if (!f->hasBody() || !sm_.isWrittenInMainFile(sm_.getFileLoc(f->getLocation())))
+      return true;
+    const FunctionDecl* saved = function_;
+    const std::string saved_name = function_name_;
+    function_ = f;
+    function_name_ = f->getQualifiedNameAsString();
+    RecursiveASTVisitor::TraverseStmt(f->getBody());
+    function_ = saved;
+    function_name_ = saved_name;
+    return true;
+  }
+  ASTContext& ctx_;
+  SourceManager& sm_;
+  std::string main_;
+  const FunctionDecl* function_ = nullptr;
+  std::string function_name_;
+};
+
+// Whether the enclosing-function names agree: "forward" matches "Model::forward".
+bool sameFunction(const std::string& anchor, const std::string& qualified) {
+  if (anchor == qualified)
+    return true;
+  return qualified.size() > anchor.size() &&
+         qualified.compare(qualified.size() - anchor.size(), anchor.size(), anchor) == 0 &&
+         qualified[qualified.size() - anchor.size() - 1] == ':';
+}
+
+class Rewriter {
+public:
+  Rewriter(const formats::Schedule& s, CppRewrite& out) : s_(s), out_(out) {}
+
+  void run(ASTContext& ctx, const std::string& file) {
+    Collector c(ctx, file);
+    c.TraverseDecl(ctx.getTranslationUnitDecl());
+    SourceManager& sm = ctx.getSourceManager();
+    const std::string content = sm.getBufferData(sm.getMainFileID()).str();
+    for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
+      const auto& d = s_.decisions[i];
+      if (d.action == formats::Action::None || !sameFile(d.anchor.file, file))
+        continue;
+      handled_.insert(i);
+      const std::string want = normalise(d.anchor.expr);
+      std::vector<const Candidate*> matches;
+      for (const auto& [key, list] : c.by_key_)
+        if (key.second == want && sameFunction(d.anchor.function, key.first))
+          for (const auto& cand : list)
+            matches.push_back(&cand);
+      std::sort(matches.begin(), matches.end(),
+                [](const Candidate* a, const Candidate* b) { return a->begin < b->begin; });
+      const std::string where = location(file, content, matches.empty() ? 0 : 0, d.anchor);
+      if (matches.empty()) {
+        note(d.anchor, file,
+             "not found: no `" + d.anchor.expr + "` of type at::Tensor in " + d.anchor.function,
+             d.action != formats::Action::Remove);
+        ++out_.not_found;
+        continue;
+      }
+      const Candidate* pick = nullptr;
+      if (d.anchor.ordinal >= 0 && static_cast<std::size_t>(d.anchor.ordinal) < matches.size())
+        pick = matches[static_cast<std::size_t>(d.anchor.ordinal)];
+      if (!pick || (matches.size() > 1 && d.anchor.line > 0 &&
+                    lineOf(content, pick->begin) != d.anchor.line)) {
+        // The ordinal does not fit (edits above?): the line hint decides, if it is unique.
+        const Candidate* by_line = nullptr;
+        int count = 0;
+        for (const Candidate* m : matches)
+          if (lineOf(content, m->begin) == d.anchor.line) {
+            by_line = m;
+            ++count;
+          }
+        if (count == 1)
+          pick = by_line;
+        else if (!pick) {
+          note(d.anchor, file,
+               "ambiguous: " + std::to_string(matches.size()) + " `" + d.anchor.expr + "` in " +
+                   d.anchor.function + " and ordinal " + std::to_string(d.anchor.ordinal) +
+                   " does not pick one",
+               true);
+          ++out_.skipped;
+          continue;
+        }
+      }
+      (void)where;
+      if (pick->macro) {
+        note(d.anchor, file, "skipped: `" + d.anchor.expr + "` is written by a macro", true);
+        ++out_.skipped;
+        continue;
+      }
+      if (pick->dependent) {
+        note(d.anchor, file, "skipped: `" + d.anchor.expr + "` is inside a template", true);
+        ++out_.skipped;
+        continue;
+      }
+      if (d.action == formats::Action::Remove)
+        remove(ctx, *pick, d, file);
+      else
+        convert(ctx, *pick, d, file);
+    }
+  }
+
+  const std::set<std::size_t>& handled() const { return handled_; }
+
+private:
+  static std::int64_t lineOf(const std::string& content, unsigned offset) {
+    return 1 + std::count(content.begin(), content.begin() + offset, '\n');
+  }
+
+  static std::string location(const std::string& file, const std::string&, unsigned,
+                              const formats::Anchor& a) {
+    return file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
+  }
+
+  void note(const formats::Anchor& a, const std::string& file, const std::string& msg,
+            bool warning) {
+    out_.notes.push_back({location(file, "", 0, a), msg, warning});
+  }
+
+  void edit(const std::string& file, unsigned offset, unsigned length, std::string text) {
+    out_.edits.push_back({file, offset, length, std::move(text)});
+  }
+
+  void convert(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
+               const std::string& file) {
+    // Already converted: the expression is the object of a `.contiguous()` call.
+    const Expr* e = c.expr;
+    DynTypedNodeList parents = ctx.getParents(*e);
+    while (!parents.empty()) {
+      const auto* p = parents[0].get<Expr>();
+      if (!p)
+        break;
+      if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(p)) {
+        parents = ctx.getParents(*p);
+        continue;
+      }
+      if (const auto* member = dyn_cast<MemberExpr>(p))
+        if (member->getMemberDecl()->getNameAsString() == "contiguous") {
+          note(d.anchor, file, "already converted: `" + d.anchor.expr + ".contiguous()`", false);
+          ++out_.already;
+          return;
+        }
+      break;
+    }
+    if (isContiguousCall(e)) {
+      note(d.anchor, file, "already contiguous: `" + d.anchor.expr + "` is a conversion", false);
+      ++out_.already;
+      return;
+    }
+    // Already parenthesised, `(a + b)`: the conversion goes after the closing parenthesis.
+    const ParenExpr* paren = nullptr;
+    for (DynTypedNodeList up = ctx.getParents(*e); !up.empty();) {
+      const auto* p = up[0].get<Expr>();
+      if (p && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr>(p)) {
+        up = ctx.getParents(*p);
+        continue;
+      }
+      paren = p ? dyn_cast<ParenExpr>(p) : nullptr;
+      break;
+    }
+    SourceManager& sm = ctx.getSourceManager();
+    if (isPostfix(e)) {
+      edit(file, c.end, 0, ".contiguous()");
+    } else if (paren && !paren->getRParen().isMacroID()) {
+      edit(file, sm.getFileOffset(paren->getRParen()) + 1, 0, ".contiguous()");
+    } else {
+      edit(file, c.begin, 0, "(");
+      edit(file, c.end, 0, ").contiguous()");
+    }
+    note(d.anchor, file,
+         std::string(d.action == formats::Action::Async ? "async (as sync)" : "sync") +
+             ": converted `" + d.anchor.expr + "`",
+         false);
+    ++out_.applied;
+  }
+
+  void remove(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
+              const std::string& file) {
+    const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(c.expr));
+    if (!call || !isContiguousCall(call)) {
+      note(d.anchor, file, "skipped: `" + d.anchor.expr + "` is not a plain .contiguous() call",
+           true);
+      ++out_.skipped;
+      return;
+    }
+    const Expr* object = call->getImplicitObjectArgument();
+    SourceManager& sm = ctx.getSourceManager();
+    const SourceLocation obj_end =
+        Lexer::getLocForEndOfToken(sm.getFileLoc(object->getEndLoc()), 0, sm, ctx.getLangOpts());
+    const unsigned from = sm.getFileOffset(obj_end);
+    edit(file, from, c.end - from, "");
+    note(d.anchor, file, "remove: dropped `.contiguous()` from `" + d.anchor.expr + "`", false);
+    ++out_.applied;
+  }
+
+  const formats::Schedule& s_;
+  CppRewrite& out_;
+  std::set<std::size_t> handled_;
+};
+
+class Consumer : public ASTConsumer {
+public:
+  Consumer(Rewriter& r, std::string& error, CompilerInstance& ci) : r_(r), error_(error), ci_(ci) {}
+  void HandleTranslationUnit(ASTContext& ctx) override {
+    if (ci_.getDiagnostics().hasErrorOccurred()) {
+      error_ = "Clang could not parse it";
+      return;
+    }
+    const SourceManager& sm = ctx.getSourceManager();
+    const FileEntry* fe = sm.getFileEntryForID(sm.getMainFileID());
+    if (fe)
+      r_.run(ctx, canonical(fe->getName().str()));
+  }
+
+private:
+  Rewriter& r_;
+  std::string& error_;
+  CompilerInstance& ci_;
+};
+
+class Action : public ASTFrontendAction {
+public:
+  Action(Rewriter& r, std::string& error) : r_(r), error_(error) {}
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
+    return std::make_unique<Consumer>(r_, error_, ci);
+  }
+
+private:
+  Rewriter& r_;
+  std::string& error_;
+};
+
+class Factory : public tooling::FrontendActionFactory {
+public:
+  Factory(Rewriter& r, std::string& error) : r_(r), error_(error) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(r_, error_); }
+
+private:
+  Rewriter& r_;
+  std::string& error_;
+};
+
+} // namespace
+
+CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::string>& files,
+                      const std::string& build_dir, const std::vector<std::string>& fixed_args) {
+  CppRewrite out;
+  std::unique_ptr<tooling::CompilationDatabase> db;
+  if (!fixed_args.empty() || build_dir.empty()) {
+    std::vector<std::string> args = fixed_args;
+    db = std::make_unique<tooling::FixedCompilationDatabase>(".", args);
+  } else {
+    std::string err;
+    db = tooling::CompilationDatabase::loadFromDirectory(build_dir, err);
+    if (!db)
+      throw InputError(build_dir, "no compilation database: " + firstLine(err));
+  }
+  Rewriter rewriter(schedule, out);
+  for (const std::string& f : files) {
+    const std::string path = canonical(f);
+    (void)readFile(f); // a clear error, in the name the user gave, for a missing file
+    std::string error;
+    Factory factory(rewriter, error);
+    tooling::ClangTool tool(*db, {path});
+    std::string diagnostics;
+    llvm::raw_string_ostream diag_stream(diagnostics);
+    // The printer holds the options by reference count.
+    TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
+    tool.setDiagnosticConsumer(&printer);
+    tool.setPrintErrorMessage(false);
+    // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      ::dup2(null, 2);
+    const int rc = tool.run(&factory);
+    std::fflush(stderr);
+    if (saved >= 0) {
+      ::dup2(saved, 2);
+      ::close(saved);
+    }
+    if (null >= 0)
+      ::close(null);
+    if (rc != 0 || !error.empty()) {
+      diag_stream.flush();
+      std::string first = diagnostics.substr(0, diagnostics.find('\n'));
+      throw InputError(f, "cannot parse: " + (first.empty() ? error : first));
+    }
+  }
+  // Apply the edits to each file's text, back to front.
+  std::map<std::string, std::vector<const CppEdit*>> by_file;
+  for (const auto& e : out.edits)
+    by_file[e.file].push_back(&e);
+  for (auto& [file, edits] : by_file) {
+    std::string text = readFile(file);
+    out.before[file] = text;
+    std::stable_sort(edits.begin(), edits.end(), [](const CppEdit* a, const CppEdit* b) {
+      return a->offset > b->offset || (a->offset == b->offset && a->length > b->length);
+    });
+    for (const CppEdit* e : edits)
+      text.replace(e->offset, e->length, e->text);
+    out.after[file] = text;
+  }
+  return out;
+}
+
+std::string exportFixesYaml(const CppRewrite& r) {
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s)
+      q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string y =
+      "---\nMainSourceFile: " + quote(r.edits.empty() ? std::string() : r.edits.front().file) +
+      "\nReplacements:\n";
+  for (const auto& e : r.edits)
+    y += "  - FilePath: " + quote(e.file) + "\n    Offset: " + std::to_string(e.offset) +
+         "\n    Length: " + std::to_string(e.length) + "\n    ReplacementText: " + quote(e.text) +
+         "\n";
+  if (r.edits.empty())
+    y += "  []\n";
+  return y + "...\n";
+}
+
+} // namespace xalloc::rewriter

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# xrewrite on C++ sources (Clang): golden diff on a program against a mock of the libtorch
+# headers (macros, templates, already converted, ambiguous and missing anchors included), a
+# patch `git apply` takes, --check, --export-fixes applied by clang-apply-replacements,
+# --in-place then an empty second diff, patched sources that still compile, and one program
+# against Debian's real libtorch headers.
+source "$(dirname "$0")/lib.sh"
+src="$XALLOC_SOURCE/tests/cpp_rewrite"
+cp -r "$src/input.cpp" "$src/schedule.json" "$src/mock" "$src/real.cpp" "$src/real-schedule.json" "$WORK/"
+cd "$WORK"
+FLAGS=(-- -std=c++17 -Imock)
+
+xrewrite -s schedule.json --cpp input.cpp -q "${FLAGS[@]}" >patch.diff 2>warnings.txt
+diff -u "$src/expected.diff" patch.diff || fail "the diff differs from the golden one"
+grep -q 'input.cpp:26:1: warning: skipped: `TRANSPOSED(a)` is written by a macro' warnings.txt ||
+  fail "macro not reported: $(cat warnings.txt)"
+grep -q 'warning: skipped: `a.transpose(0, 1)` is inside a template' warnings.txt ||
+  fail "template not reported"
+grep -q 'warning: not found: no `q.transpose(0, 1)`' warnings.txt || fail "missing site not reported"
+grep -q 'warning: ambiguous: 3 `a.transpose(0,1)` in mix and ordinal 7 does not pick one' warnings.txt ||
+  fail "ambiguous anchor not reported: $(cat warnings.txt)"
+git apply --check patch.diff || fail "git apply refuses the patch"
+
+rc=0
+xrewrite -s schedule.json --cpp input.cpp --check -q "${FLAGS[@]}" 2>/dev/null || rc=$?
+[[ $rc -eq 1 ]] || fail "--check on the original should exit 1, got $rc"
+
+xrewrite -s schedule.json --cpp input.cpp --export-fixes fixes.yaml -q "${FLAGS[@]}" 2>/dev/null
+grep -q 'ReplacementText: '"'"'.contiguous()'"'" fixes.yaml || fail "no replacement in fixes.yaml"
+if command -v clang-apply-replacements-14 >/dev/null; then
+  mkdir fixes && cp input.cpp fixes/ && sed "s#$WORK/input.cpp#$WORK/fixes/input.cpp#g" fixes.yaml >fixes/f.yaml
+  clang-apply-replacements-14 fixes || fail "clang-apply-replacements rejected fixes.yaml"
+fi
+
+xrewrite -s schedule.json --cpp input.cpp --in-place -q "${FLAGS[@]}" 2>/dev/null
+if [[ -d fixes ]]; then
+  cmp -s input.cpp fixes/input.cpp || fail "--export-fixes and --in-place disagree"
+fi
+xrewrite -s schedule.json --cpp input.cpp -q "${FLAGS[@]}" >second.diff 2>/dev/null
+[[ ! -s second.diff ]] || fail "second run is not empty: $(cat second.diff)"
+xrewrite -s schedule.json --cpp input.cpp --check -q "${FLAGS[@]}" 2>/dev/null || fail "--check after --in-place"
+clang++-14 -fsyntax-only -std=c++17 -Imock input.cpp || fail "the patched source does not compile"
+
+# Bad input: a missing source and one Clang cannot parse.
+expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
+echo 'int main( {' >broken.cpp
+expect_error 2 '^broken\.cpp: error: cannot parse: .*broken\.cpp:1:' -- xrewrite -s schedule.json --cpp broken.cpp "${FLAGS[@]}"
+
+# Real libtorch headers (the flags Debian's libtorch needs).
+TORCH=(-- -std=c++17 -I/usr/include/torch/csrc/api/include)
+xrewrite -s real-schedule.json --cpp real.cpp --in-place -q "${TORCH[@]}" 2>real.err ||
+  fail "real headers: $(cat real.err)"
+grep -q 'auto xt = x.transpose(0, 1).contiguous();' real.cpp || fail "real headers: not patched"
+g++ -fsyntax-only -std=c++17 -I/usr/include/torch/csrc/api/include real.cpp ||
+  fail "real headers: the patched program does not compile"
+echo "cli.cpp: ok"
