@@ -191,9 +191,25 @@ bool sameFunction(const std::string& anchor, const std::string& qualified) {
          qualified[qualified.size() - anchor.size() - 1] == ':';
 }
 
+// Every reference to `var` inside `body`.
+class UseCollector : public RecursiveASTVisitor<UseCollector> {
+public:
+  explicit UseCollector(const VarDecl* var) : var_(var) {}
+  bool VisitDeclRefExpr(DeclRefExpr* e) {
+    if (e->getDecl() == var_)
+      uses.push_back(e);
+    return true;
+  }
+  std::vector<const DeclRefExpr*> uses;
+
+private:
+  const VarDecl* var_;
+};
+
 class Rewriter {
 public:
-  Rewriter(const formats::Schedule& s, CppRewrite& out) : s_(s), out_(out) {}
+  Rewriter(const formats::Schedule& s, CppRewrite& out, bool async_calls)
+      : s_(s), out_(out), async_calls_(async_calls) {}
 
   void run(ASTContext& ctx, const std::string& file) {
     Collector c(ctx, file);
@@ -224,9 +240,9 @@ public:
       const Candidate* pick = nullptr;
       if (d.anchor.ordinal >= 0 && static_cast<std::size_t>(d.anchor.ordinal) < matches.size())
         pick = matches[static_cast<std::size_t>(d.anchor.ordinal)];
-      if (!pick || (matches.size() > 1 && d.anchor.line > 0 &&
-                    lineOf(content, pick->begin) != d.anchor.line)) {
-        // The ordinal does not fit (edits above?): the line hint decides, if it is unique.
+      if (!pick) {
+        // The ordinal does not fit (the function changed): the line hint decides, if unique.
+        // The ordinal comes first, so edits above the site (an added #include) move nothing.
         const Candidate* by_line = nullptr;
         int count = 0;
         for (const Candidate* m : matches)
@@ -236,7 +252,7 @@ public:
           }
         if (count == 1)
           pick = by_line;
-        else if (!pick) {
+        else {
           note(d.anchor, file,
                "ambiguous: " + std::to_string(matches.size()) + " `" + d.anchor.expr + "` in " +
                    d.anchor.function + " and ordinal " + std::to_string(d.anchor.ordinal) +
@@ -259,6 +275,8 @@ public:
       }
       if (d.action == formats::Action::Remove)
         remove(ctx, *pick, d, file);
+      else if (d.action == formats::Action::Async && async_calls_)
+        convertAsync(ctx, *pick, d, file, content);
       else
         convert(ctx, *pick, d, file);
     }
@@ -338,6 +356,80 @@ private:
     ++out_.applied;
   }
 
+  // Walks up from `e` through implicit nodes; returns the first explicit parent node.
+  static DynTypedNode explicitParent(ASTContext& ctx, const Expr* e) {
+    DynTypedNodeList up = ctx.getParents(*e);
+    while (!up.empty()) {
+      const auto* p = up[0].get<Expr>();
+      if (p &&
+          (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ExprWithCleanups>(
+               p) ||
+           (isa<CXXConstructExpr>(p) && cast<CXXConstructExpr>(p)->getNumArgs() == 1))) {
+        up = ctx.getParents(*p);
+        continue;
+      }
+      return up[0];
+    }
+    return DynTypedNode();
+  }
+
+  void convertAsync(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
+                    const std::string& file, const std::string& content) {
+    const DynTypedNode parent = explicitParent(ctx, c.expr);
+    if (const auto* call = parent.get<CallExpr>())
+      if (const FunctionDecl* callee = call->getDirectCallee();
+          callee && callee->getNameAsString() == "contiguousAsync") {
+        note(d.anchor, file, "already converted: `" + d.anchor.expr + "` runs asynchronously",
+             false);
+        ++out_.already;
+        return;
+      }
+    const auto* var = parent.get<VarDecl>();
+    if (!var || !var->getType()->getContainedAutoType() || var->getType()->isReferenceType()) {
+      note(d.anchor, file,
+           "skipped: an async conversion needs `auto v = " + d.anchor.expr + ";` to hold it", true);
+      ++out_.skipped;
+      return;
+    }
+    const auto* fn = dyn_cast_or_null<FunctionDecl>(var->getParentFunctionOrMethod());
+    UseCollector uses(var);
+    if (fn && fn->getBody())
+      uses.TraverseStmt(fn->getBody());
+    SourceManager& sm = ctx.getSourceManager();
+    for (const DeclRefExpr* u : uses.uses)
+      if (u->getBeginLoc().isMacroID()) {
+        note(d.anchor, file, "skipped: a use of `" + var->getNameAsString() + "` is in a macro",
+             true);
+        ++out_.skipped;
+        return;
+      }
+    edit(file, c.begin, 0, "xalloc::runtime::contiguousAsync(");
+    edit(file, c.end, 0, ")");
+    for (const DeclRefExpr* u : uses.uses) {
+      const SourceLocation end =
+          Lexer::getLocForEndOfToken(u->getEndLoc(), 0, sm, ctx.getLangOpts());
+      edit(file, sm.getFileOffset(end), 0, ".wait()");
+    }
+    if (content.find("xalloc/runtime/async.h") == std::string::npos &&
+        !include_added_.count(file)) {
+      // After the last #include at the top of the file.
+      std::size_t at = 0, pos = 0;
+      while ((pos = content.find("#include", pos)) != std::string::npos) {
+        const std::size_t eol = content.find('\n', pos);
+        at = eol == std::string::npos ? content.size() : eol + 1;
+        pos = at;
+      }
+      edit(file, static_cast<unsigned>(at), 0, "#include \"xalloc/runtime/async.h\"\n");
+      include_added_.insert(file);
+    }
+    note(d.anchor, file,
+         "async: `" + d.anchor.expr + "` converts on a side worker; " +
+             std::to_string(uses.uses.size()) + " use(s) of `" + var->getNameAsString() +
+             "` wait for it",
+         false);
+    ++out_.applied;
+  }
+
   void remove(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
               const std::string& file) {
     const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(c.expr));
@@ -359,7 +451,9 @@ private:
 
   const formats::Schedule& s_;
   CppRewrite& out_;
+  bool async_calls_;
   std::set<std::size_t> handled_;
+  std::set<std::string> include_added_;
 };
 
 class Consumer : public ASTConsumer {
@@ -407,7 +501,8 @@ private:
 } // namespace
 
 CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::string>& files,
-                      const std::string& build_dir, const std::vector<std::string>& fixed_args) {
+                      const std::string& build_dir, const std::vector<std::string>& fixed_args,
+                      bool async_calls) {
   CppRewrite out;
   std::unique_ptr<tooling::CompilationDatabase> db;
   if (!fixed_args.empty() || build_dir.empty()) {
@@ -419,7 +514,7 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
     if (!db)
       throw InputError(build_dir, "no compilation database: " + firstLine(err));
   }
-  Rewriter rewriter(schedule, out);
+  Rewriter rewriter(schedule, out, async_calls);
   for (const std::string& f : files) {
     const std::string path = canonical(f);
     (void)readFile(f); // a clear error, in the name the user gave, for a missing file

@@ -41,7 +41,7 @@ std::string repoRelative(const std::string& path) {
 }
 
 int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
-  CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args);
+  CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args, o.form == "fast");
   for (const auto& n : r.notes) {
     if (n.warning)
       printWarning(n.location, n.message);
@@ -76,6 +76,8 @@ int runXrewrite(const XrewriteOptions& o) {
   if (!o.show.empty())
     return showStoredSchedule(o.show);
   if (!o.cpp_files.empty()) {
+    if (o.form != "portable" && o.form != "fast")
+      throw InputError("xrewrite", "--form: '" + o.form + "' is neither 'portable' nor 'fast'");
     if (!o.model.empty())
       throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");
     if (o.in_place && o.check)

@@ -41,6 +41,18 @@ xrewrite -s schedule.json --cpp input.cpp -q "${FLAGS[@]}" >second.diff 2>/dev/n
 xrewrite -s schedule.json --cpp input.cpp --check -q "${FLAGS[@]}" 2>/dev/null || fail "--check after --in-place"
 clang++-14 -fsyntax-only -std=c++17 -Imock input.cpp || fail "the patched source does not compile"
 
+# The fast form: the async decision holds its conversion in a handle and its uses wait on it.
+cp "$src/input.cpp" fast.cpp
+sed 's/"input.cpp"/"fast.cpp"/' schedule.json >fast-schedule.json
+xrewrite -s fast-schedule.json --cpp fast.cpp --form fast --in-place -q "${FLAGS[@]}" 2>/dev/null
+grep -q 'auto scores = xalloc::runtime::contiguousAsync(q.matmul(kt));' fast.cpp ||
+  fail "fast form: no async start"
+grep -q 'return scores.wait();' fast.cpp || fail "fast form: the use does not wait"
+grep -q '^#include "xalloc/runtime/async.h"$' fast.cpp || fail "fast form: no include"
+xrewrite -s fast-schedule.json --cpp fast.cpp --form fast --check -q "${FLAGS[@]}" 2>/dev/null ||
+  fail "fast form is not idempotent"
+clang++-14 -fsyntax-only -std=c++17 -Imock fast.cpp || fail "the fast-form source does not compile"
+
 # Bad input: a missing source and one Clang cannot parse.
 expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
 echo 'int main( {' >broken.cpp

@@ -35,10 +35,14 @@ struct CppRewrite {
 };
 
 /// Runs Clang over `files` (compile commands from `build_dir`'s compile_commands.json, or, when
-/// `fixed_args` is not empty, those flags for every file) and computes the edits. Throws
-/// InputError when a file cannot be read or parsed.
+/// `fixed_args` is not empty, those flags for every file) and computes the edits. With
+/// `async_calls` (xrewrite --form fast), an async decision on `auto v = EXPR;` becomes
+/// `auto v = xalloc::runtime::contiguousAsync(EXPR);` and every later use of v `v.wait()`;
+/// otherwise async decisions are written as sync. Throws InputError when a file cannot be read
+/// or parsed.
 CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::string>& files,
-                      const std::string& build_dir, const std::vector<std::string>& fixed_args);
+                      const std::string& build_dir, const std::vector<std::string>& fixed_args,
+                      bool async_calls = false);
 
 /// The edits as clang-apply-replacements YAML.
 std::string exportFixesYaml(const CppRewrite& r);
