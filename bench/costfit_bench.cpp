@@ -11,35 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "xalloc/costfit/random_layouts.h"
 #include "xalloc/costfit/stride.h"
 
 using namespace xalloc;
 using namespace xalloc::costfit;
 
 namespace {
-formats::Layout randomLayout(std::mt19937_64& rng) {
-  const int rank = 2 + static_cast<int>(rng() % 4);
-  std::vector<std::int64_t> shape;
-  for (int d = 0; d < rank; ++d)
-    shape.push_back(2 + static_cast<std::int64_t>(rng() % 300));
-  std::vector<std::int64_t> strides(shape.size());
-  std::int64_t s = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= shape[d];
-  }
-  std::vector<std::size_t> perm(shape.size());
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  formats::Layout l;
-  const char* dtypes[] = {"float32", "float64", "float16", "uint8"};
-  l.dtype = dtypes[rng() % 4];
-  for (std::size_t p : perm) {
-    l.sizes.push_back(shape[p]);
-    l.strides.push_back(strides[p]);
-  }
-  return l;
-}
 
 template <typename F> double bestMs(int reps, F&& f) {
   double best = 1e300;
@@ -68,7 +46,8 @@ int main() {
   truth[14] = 5e-6;
   std::vector<Sample> samples;
   for (int i = 0; i < 10000; ++i) {
-    formats::Layout l = randomLayout(rng);
+    formats::Layout l =
+        randomPermutedLayout(rng, {"float32", "float64", "float16", "uint8"}, 5, 300);
     const auto f = strideFeatures(l, caches).x;
     samples.push_back({l, std::inner_product(f.begin(), f.end(), truth.begin(), 0.0) * noise(rng)});
   }

@@ -115,34 +115,38 @@ double predictClassic(const CostModelEntry& e, const Layout& layout) {
   return std::max({raw, floor_ms, 0.0});
 }
 
-std::optional<formats::FitQuality> crossValidateClassic(const std::vector<Sample>& samples,
-                                                        int folds, double floor_gbps) {
+std::vector<Fold> foldsByLayout(const std::vector<Sample>& samples, int folds) {
   const std::size_t n = samples.size();
   if (n < 3 || folds < 2)
-    return std::nullopt;
+    return {};
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(folds), n);
-  // Deterministic assignment of layouts to folds: sort by key, deal round-robin.
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return samples[a].layout.key() < samples[b].layout.key();
   });
-  std::vector<double> apes;
-  for (std::size_t f = 0; f < k; ++f) {
-    std::vector<Sample> train;
-    std::vector<const Sample*> test;
+  std::vector<Fold> out(k);
+  for (std::size_t f = 0; f < k; ++f)
     for (std::size_t i = 0; i < n; ++i)
-      (i % k == f ? (void)test.push_back(&samples[order[i]])
-                  : (void)train.push_back(samples[order[i]]));
-    CostModelEntry e = fitClassic(train, "", "", floor_gbps);
-    for (const Sample* t : test)
+      (i % k == f ? (void)out[f].test.push_back(&samples[order[i]])
+                  : (void)out[f].train.push_back(samples[order[i]]));
+  return out;
+}
+
+std::optional<formats::FitQuality> crossValidateClassic(const std::vector<Sample>& samples,
+                                                        int folds, double floor_gbps) {
+  const std::vector<Fold> split = foldsByLayout(samples, folds);
+  std::vector<double> apes;
+  for (const Fold& fold : split) {
+    CostModelEntry e = fitClassic(fold.train, "", "", floor_gbps);
+    for (const Sample* t : fold.test)
       if (t->ms > 0)
         apes.push_back(std::abs(predictClassic(e, t->layout) - t->ms) / t->ms * 100.0);
   }
   if (apes.empty())
     return std::nullopt;
   formats::FitQuality q;
-  q.folds = static_cast<std::int64_t>(k);
+  q.folds = static_cast<std::int64_t>(split.size());
   q.samples = static_cast<std::int64_t>(apes.size());
   q.mape = std::accumulate(apes.begin(), apes.end(), 0.0) / static_cast<double>(apes.size());
   q.median_ape = median(apes);

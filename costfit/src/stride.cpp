@@ -410,22 +410,14 @@ formats::FitQuality quality(const std::vector<double>& predicted,
 std::optional<std::pair<formats::FitQuality, formats::FitQuality>>
 crossValidateStride(const std::vector<Sample>& samples, const formats::CacheInfo& caches,
                     double floor_gbps, int folds) {
-  const std::size_t n = samples.size();
-  if (n < 3 || folds < 2)
+  const std::vector<Fold> split = foldsByLayout(samples, folds);
+  if (split.empty())
     return std::nullopt;
-  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(folds), n);
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return samples[a].layout.key() < samples[b].layout.key();
-  });
+  const int k = static_cast<int>(split.size());
   std::vector<double> p_stride, p_classic, measured;
-  for (std::size_t f = 0; f < k; ++f) {
-    std::vector<Sample> train;
-    std::vector<const Sample*> test;
-    for (std::size_t i = 0; i < n; ++i)
-      (i % k == f ? (void)test.push_back(&samples[order[i]])
-                  : (void)train.push_back(samples[order[i]]));
+  for (const Fold& fold : split) {
+    const std::vector<Sample>& train = fold.train;
+    const std::vector<const Sample*>& test = fold.test;
     auto model = fitStride(train, "", caches, floor_gbps);
     std::map<std::string, std::vector<Sample>> groups;
     for (const auto& s : train)
@@ -446,8 +438,7 @@ crossValidateStride(const std::vector<Sample>& samples, const formats::CacheInfo
   }
   if (measured.empty())
     return std::nullopt;
-  return std::make_pair(quality(p_stride, measured, static_cast<int>(k)),
-                        quality(p_classic, measured, static_cast<int>(k)));
+  return std::make_pair(quality(p_stride, measured, k), quality(p_classic, measured, k));
 }
 
 } // namespace xalloc::costfit

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "xalloc/costfit/random_layouts.h"
 #include "xalloc/costfit/stride.h"
 
 using namespace xalloc;
@@ -30,31 +31,6 @@ formats::CacheInfo caches() {
   c.l2_bytes = 1 << 20;
   c.l3_bytes = 32 << 20;
   return c;
-}
-
-// A random permutation of a random contiguous shape (the sweep's kind of layout).
-Layout randomLayout(std::mt19937_64& rng) {
-  const int rank = 2 + static_cast<int>(rng() % 3);
-  std::vector<std::int64_t> shape;
-  for (int d = 0; d < rank; ++d)
-    shape.push_back(2 + static_cast<std::int64_t>(rng() % 200));
-  std::vector<std::int64_t> strides(shape.size());
-  std::int64_t s = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= shape[d];
-  }
-  std::vector<std::size_t> perm(shape.size());
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  Layout l;
-  const char* dtypes[] = {"float32", "float64", "bfloat16", "uint8"};
-  l.dtype = dtypes[rng() % 4];
-  for (std::size_t p : perm) {
-    l.sizes.push_back(shape[p]);
-    l.strides.push_back(strides[p]);
-  }
-  return l;
 }
 
 } // namespace
@@ -139,7 +115,7 @@ TEST(Stride, RecoversAModelOfItsOwnFeaturesAndKeepsTheFloor) {
   truth[14] = 5e-6; // random L3 misses
   std::vector<Sample> samples;
   for (int i = 0; i < 400; ++i) {
-    Layout l = randomLayout(rng);
+    Layout l = randomPermutedLayout(rng, {"float32", "float64", "bfloat16", "uint8"}, 4, 200);
     const auto f = strideFeatures(l, caches()).x;
     samples.push_back({l, std::inner_product(f.begin(), f.end(), truth.begin(), 0.0)});
   }
@@ -154,7 +130,7 @@ TEST(Stride, RecoversAModelOfItsOwnFeaturesAndKeepsTheFloor) {
   // The floor: never below bytes / floor bandwidth.
   formats::StrideModel fast = *m;
   fast.floor_gbps = 1e-3; // 1 MB/s
-  Layout big = randomLayout(rng);
+  Layout big = randomPermutedLayout(rng, {"float32", "float64", "bfloat16", "uint8"}, 4, 200);
   EXPECT_GE(predictStride(fast, big), static_cast<double>(big.bytes()) / 1e6 * 1e3);
 }
 

@@ -28,6 +28,16 @@ formats::CostModelEntry fitClassic(const std::vector<Sample>& samples, const std
 /// Prediction of an entry for a layout, in ms, floored at bytes / copy bandwidth.
 double predictClassic(const formats::CostModelEntry& e, const formats::Layout& layout);
 
+/// One fold of k-fold cross-validation: the samples to fit on and the held-out ones.
+struct Fold {
+  std::vector<Sample> train;
+  std::vector<const Sample*> test;
+};
+
+/// min(folds, n) folds by layout: layouts sorted by key and dealt round-robin, so the split is
+/// the same on every run. Empty with fewer than 3 samples or folds < 2.
+std::vector<Fold> foldsByLayout(const std::vector<Sample>& samples, int folds);
+
 /// k-fold cross-validation by layout (each sample is one layout). nullopt with fewer than 3.
 std::optional<formats::FitQuality> crossValidateClassic(const std::vector<Sample>& samples,
                                                         int folds, double floor_gbps);
