@@ -4,7 +4,11 @@
 namespace xalloc {
 
 std::string firstLine(const std::string& message) {
-  std::string line = message.substr(0, message.find('\n'));
+  // The first line with text: some libtorch messages start with a newline.
+  const std::size_t start = message.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos)
+    return "";
+  std::string line = message.substr(start, message.find('\n', start) - start);
   if (line.size() > 200)
     line = line.substr(0, 200) + "...";
   return line;

@@ -313,3 +313,11 @@ TEST(Io, AtomicWriteReplacesAndLeavesNoTemporary) {
   EXPECT_THROW(readFile(dir.string()), InputError);
   fs::remove_all(dir);
 }
+
+TEST(Formats, FirstLineSkipsLeadingBlankLines) {
+  EXPECT_EQ(firstLine("\nUnknown builtin op: xalloc::contiguous_async.\nHere are some..."),
+            "Unknown builtin op: xalloc::contiguous_async.");
+  EXPECT_EQ(firstLine("one\ntwo"), "one");
+  EXPECT_EQ(firstLine(" \n\n"), "");
+  EXPECT_EQ(firstLine(std::string(300, 'x')).size(), 203u);
+}
