@@ -46,6 +46,7 @@ bool isBuiltin(const Node* n) {
   case c10::prim::Uninitialized:
   case c10::aten::__is__:
   case c10::aten::__isnot__:
+  case c10::aten::wait: // the consumer side of an async conversion (xrewrite --form fast)
     return true;
   default:
     return n->kind() == c10::Symbol::fromQualString("prim::NamedTupleConstruct");
@@ -119,6 +120,12 @@ void runBuiltin(const Node* n, torch::jit::Stack& stack) {
   } else if (k == c10::aten::__is__ || k == c10::aten::__isnot__) {
     bool same = in.at(0).is(in.at(1));
     stack.emplace_back(k == c10::aten::__is__ ? same : !same);
+  } else if (k == c10::aten::wait) {
+    auto future = in.at(0).toFuture();
+    future->wait();
+    if (future->hasError())
+      std::rethrow_exception(future->exception_ptr());
+    stack.push_back(future->value());
   }
 }
 

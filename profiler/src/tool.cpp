@@ -8,6 +8,7 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/profiler/inputs.h"
+#include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 
 namespace xalloc::profiler {
@@ -18,6 +19,7 @@ int runXprof(XprofOptions o) {
   auto specs = specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xprof");
   if (!specs.empty())
     o.profile.inputs = std::move(specs);
+  runtime::loadOps(); // models rewritten in the fast form use xalloc:: ops
   formats::Profile p = profileModel(o.profile);
   emitDocument(o.output, {}, formats::toJson(p));
   if (!o.quiet && !o.output.empty() && o.output != "-") {

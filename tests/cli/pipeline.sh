@@ -168,6 +168,10 @@ PY
     same_outputs "$XALLOC_SAMPLES/overlap.pt" "$WORK/overlap.fast.pt" >/dev/null ||
       fail "overlap: fast rewrite differs"
   fi
+  # A fast-form model can be profiled again: the runner waits on the side worker's future.
+  xprof "$WORK/overlap.fast.pt" "${QUICK[@]}" --no-consumers -o "$WORK/overlap.fast.json"
+  grep -q '"kind": *"xalloc::contiguous_async"' "$WORK/overlap.fast.json" ||
+    fail "overlap: the fast model's profile lacks the async op"
   xrewrite --show "$WORK/overlap.fast.pt" >"$WORK/overlap.shown.json"
   grep -Eq '"action": ?"async"' "$WORK/overlap.shown.json" ||
     fail "overlap: the stored schedule has no async decision"
