@@ -310,14 +310,25 @@ std::optional<memplan::Interval> copyInterval(const Profile& p, const Decision& 
   return memplan::Interval{first, std::max(*hi, r->last_use), r->bytes};
 }
 
-// Removing a conversion frees its output's storage and keeps its input alive until the output's
-// last use.
-std::vector<MemDelta> removeDeltas(const Profile& p, const Storages& st, const Decision& d) {
+// A remove decision's conversion output and input, when the conversion allocates a copy of its
+// own (nullopt for a no-op conversion, which allocates nothing, or an unrecorded one).
+std::optional<std::pair<const Record*, const Record*>> removedCopy(const Profile& p,
+                                                                   const Decision& d) {
   const Record* r = p.findRecord(d.value_id);
   const formats::Op* conv = p.findOp(d.producer);
   const Record* src = conv && !conv->inputs.empty() ? p.findRecord(conv->inputs.front()) : nullptr;
   if (!r || !src || src->storage_id == r->storage_id)
-    return {}; // a no-op conversion allocates nothing
+    return std::nullopt;
+  return std::make_pair(r, src);
+}
+
+// Removing a conversion frees its output's storage and keeps its input alive until the output's
+// last use.
+std::vector<MemDelta> removeDeltas(const Profile& p, const Storages& st, const Decision& d) {
+  const auto copy = removedCopy(p, d);
+  if (!copy)
+    return {};
+  const auto [r, src] = *copy;
   std::vector<MemDelta> out;
   if (auto it = st.intervals.find(r->storage_id); it != st.intervals.end())
     out.push_back({it->second.first, it->second.last, -it->second.bytes});
@@ -337,12 +348,10 @@ std::int64_t predictedPeakBytes(const Profile& p, const std::vector<Decision>& d
       if (auto iv = copyInterval(p, d))
         extra.push_back(*iv);
     } else if (d.action == Action::Remove) {
-      const Record* r = p.findRecord(d.value_id);
-      const formats::Op* conv = p.findOp(d.producer);
-      const Record* src =
-          conv && !conv->inputs.empty() ? p.findRecord(conv->inputs.front()) : nullptr;
-      if (!r || !src || src->storage_id == r->storage_id)
+      const auto copy = removedCopy(p, d);
+      if (!copy)
         continue;
+      const auto [r, src] = *copy;
       st.intervals.erase(r->storage_id);
       auto it = st.intervals.find(src->storage_id);
       if (it != st.intervals.end())
