@@ -229,7 +229,6 @@ public:
             matches.push_back(&cand);
       std::sort(matches.begin(), matches.end(),
                 [](const Candidate* a, const Candidate* b) { return a->begin < b->begin; });
-      const std::string where = location(file, content, matches.empty() ? 0 : 0, d.anchor);
       if (matches.empty()) {
         note(d.anchor, file,
              "not found: no `" + d.anchor.expr + "` of type at::Tensor in " + d.anchor.function,
@@ -262,7 +261,6 @@ public:
           continue;
         }
       }
-      (void)where;
       if (pick->macro) {
         note(d.anchor, file, "skipped: `" + d.anchor.expr + "` is written by a macro", true);
         ++out_.skipped;
@@ -289,14 +287,11 @@ private:
     return 1 + std::count(content.begin(), content.begin() + offset, '\n');
   }
 
-  static std::string location(const std::string& file, const std::string&, unsigned,
-                              const formats::Anchor& a) {
-    return file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col);
-  }
-
+  // Reported at the anchor's position in `file`.
   void note(const formats::Anchor& a, const std::string& file, const std::string& msg,
             bool warning) {
-    out_.notes.push_back({location(file, "", 0, a), msg, warning});
+    out_.notes.push_back(
+        {file + ":" + std::to_string(a.line) + ":" + std::to_string(a.col), msg, warning});
   }
 
   void edit(const std::string& file, unsigned offset, unsigned length, std::string text) {
