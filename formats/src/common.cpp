@@ -161,16 +161,17 @@ ModelInfo readModelInfo(const JsonReader& r) {
   return m;
 }
 
+json toJson(const CacheInfo& v) {
+  return json{{"l1d_bytes", v.l1d_bytes}, {"l2_bytes", v.l2_bytes}, {"l3_bytes", v.l3_bytes}};
+}
+
 json toJson(const DeviceInfo& v) {
   return json{{"type", v.type},
               {"name", v.name},
               {"threads", v.threads},
               {"cores", v.cores},
               {"copy_bandwidth_gbps", v.copy_bandwidth_gbps},
-              {"caches",
-               {{"l1d_bytes", v.caches.l1d_bytes},
-                {"l2_bytes", v.caches.l2_bytes},
-                {"l3_bytes", v.caches.l3_bytes}}}};
+              {"caches", toJson(v.caches)}};
 }
 
 DeviceInfo readDeviceInfo(const JsonReader& r) {

@@ -55,10 +55,7 @@ json toJson(const StrideModel& m) {
     paths.push_back(
         {{"path", p.path}, {"coefficients", p.coefficients}, {"n_samples", p.n_samples}});
   return json{{"device", m.device},
-              {"caches",
-               {{"l1d_bytes", m.caches.l1d_bytes},
-                {"l2_bytes", m.caches.l2_bytes},
-                {"l3_bytes", m.caches.l3_bytes}}},
+              {"caches", toJson(m.caches)},
               {"floor_gbps", m.floor_gbps},
               {"features", m.features},
               {"paths", paths},

@@ -134,6 +134,7 @@ nlohmann::json toJson(const Layout& v);
 nlohmann::json toJson(const SourceLoc& v);
 nlohmann::json toJson(const Anchor& v);
 nlohmann::json toJson(const ModelInfo& v);
+nlohmann::json toJson(const CacheInfo& v);
 nlohmann::json toJson(const DeviceInfo& v);
 nlohmann::json toJson(const Op& v);
 nlohmann::json toJson(const IdleEvent& v);
