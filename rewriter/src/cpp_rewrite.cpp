@@ -6,8 +6,11 @@
 
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include <clang/AST/ASTContext.h>
@@ -18,6 +21,7 @@
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Tooling/ArgumentsAdjusters.h>
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/raw_ostream.h>
@@ -116,15 +120,84 @@ bool isPostfix(const Expr* e) {
 
 struct Candidate {
   const Expr* expr;
+  std::string file;    // canonical path of the file the expression is written in
   unsigned begin, end; // file offsets of the expression's text
   bool macro;
-  bool dependent; // inside a template: the type is not known
+  bool dependent;     // inside a template: the type is not known
+  bool call;          // a call (function, method or operator): what a profiled op site can be
+  std::string callee; // the called function's name; an operator's aten name ("add" for +)
 };
 
+// What a call is called, in aten's words where it is an operator: `a + b` -> "add".
+std::string calleeName(const Expr* e) {
+  if (const auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
+    const bool unary = op->getNumArgs() == 1;
+    switch (op->getOperator()) {
+    case OO_Plus:
+      return unary ? "positive" : "add";
+    case OO_Minus:
+      return unary ? "neg" : "sub";
+    case OO_Star:
+      return "mul";
+    case OO_Slash:
+      return "div";
+    case OO_Percent:
+      return "remainder";
+    case OO_EqualEqual:
+      return "eq";
+    case OO_ExclaimEqual:
+      return "ne";
+    case OO_Less:
+      return "lt";
+    case OO_Greater:
+      return "gt";
+    case OO_LessEqual:
+      return "le";
+    case OO_GreaterEqual:
+      return "ge";
+    case OO_Amp:
+      return "bitwise_and";
+    case OO_Pipe:
+      return "bitwise_or";
+    case OO_Caret:
+      return "bitwise_xor";
+    case OO_Tilde:
+      return "bitwise_not";
+    case OO_PlusEqual:
+      return "add_";
+    case OO_MinusEqual:
+      return "sub_";
+    case OO_StarEqual:
+      return "mul_";
+    case OO_SlashEqual:
+      return "div_";
+    case OO_Subscript:
+      return "select";
+    default:
+      return "";
+    }
+  }
+  if (const auto* call = dyn_cast<CallExpr>(e))
+    if (const FunctionDecl* f = call->getDirectCallee())
+      return f->getNameAsString();
+  return "";
+}
+
+// Whether a call by that name runs the op: "transpose" runs aten::transpose.
+bool runsOp(const std::string& callee, const std::string& op) {
+  if (callee.empty())
+    return false;
+  const std::size_t colon = op.rfind("::");
+  const std::string name = colon == std::string::npos ? op : op.substr(colon + 2);
+  return callee == name;
+}
+
+// Collects every expression of type at::Tensor, per enclosing function, in the files the
+// schedule names: the main file and the user headers it includes (never system headers).
 class Collector : public RecursiveASTVisitor<Collector> {
 public:
-  Collector(ASTContext& ctx, const std::string& main_file)
-      : ctx_(ctx), sm_(ctx.getSourceManager()), main_(main_file) {}
+  Collector(ASTContext& ctx, std::function<bool(const std::string&)> wanted)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), wanted_(std::move(wanted)) {}
 
   bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
   bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
@@ -138,7 +211,8 @@ public:
       return true;
     const bool macro = range.getBegin().isMacroID() || range.getEnd().isMacroID();
     const SourceLocation begin = sm_.getFileLoc(range.getBegin());
-    if (!sm_.isWrittenInMainFile(begin))
+    const std::string* file = target(sm_.getFileID(begin));
+    if (!file)
       return true;
     const bool dependent = e->isTypeDependent();
     if (!dependent && !isTensorType(e->getType()))
@@ -152,19 +226,37 @@ public:
     const unsigned end = chars.isTokenRange() ? sm_.getFileOffset(Lexer::getLocForEndOfToken(
                                                     chars.getEnd(), 0, sm_, ctx_.getLangOpts()))
                                               : sm_.getFileOffset(chars.getEnd());
-    auto& list = by_key_[{function_name_, text}];
+    auto& list = by_key_[{*file, function_name_, text}];
     for (const auto& c : list)
       if (c.begin == b && c.end == end)
         return true; // the same text twice (a wrapper we did not recognise)
-    list.push_back({e, b, end, macro, dependent});
+    list.push_back({e, *file, b, end, macro, dependent, isa<CallExpr>(e), calleeName(e)});
     return true;
   }
 
-  std::map<std::pair<std::string, std::string>, std::vector<Candidate>> by_key_;
+  /// (file, function, text) -> the expressions, in source order per key.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Candidate>> by_key_;
+  /// Text of every file collected from, by canonical path.
+  std::map<std::string, std::string> contents_;
 
 private:
+  // The canonical path of a file to collect from, or nullptr.
+  const std::string* target(FileID id) {
+    auto it = targets_.find(id);
+    if (it != targets_.end())
+      return it->second ? &*it->second : nullptr;
+    std::optional<std::string> path;
+    const FileEntry* fe = sm_.getFileEntryForID(id);
+    if (fe && (id == sm_.getMainFileID() || (!sm_.isInSystemHeader(sm_.getLocForStartOfFile(id)) &&
+                                             wanted_(canonical(fe->getName().str()))))) {
+      path = canonical(fe->getName().str());
+      contents_.emplace(*path, sm_.getBufferData(id).str());
+    }
+    return targets_.emplace(id, std::move(path)).first->second ? &*targets_[id] : nullptr;
+  }
+
   template <typename F> bool traverseFunction(F* f) {
-    if (!f->hasBody() || !sm_.isWrittenInMainFile(sm_.getFileLoc(f->getLocation())))
+    if (!f->hasBody() || !target(sm_.getFileID(sm_.getFileLoc(f->getLocation()))))
       return true;
     const FunctionDecl* saved = function_;
     const std::string saved_name = function_name_;
@@ -177,7 +269,8 @@ private:
   }
   ASTContext& ctx_;
   SourceManager& sm_;
-  std::string main_;
+  std::function<bool(const std::string&)> wanted_;
+  std::map<FileID, std::optional<std::string>> targets_;
   const FunctionDecl* function_ = nullptr;
   std::string function_name_;
 };
@@ -206,60 +299,88 @@ private:
   const VarDecl* var_;
 };
 
+// The smallest call of type at::Tensor whose text covers an anchor's line:col, preferably in
+// the anchor's function: compilers put a call's column on its name, its `(` or its `)`, and
+// each lies inside that call and outside every smaller one.
+struct Found {
+  const Candidate* candidate = nullptr;
+  const std::string* function = nullptr;
+  const std::string* text = nullptr;
+};
+
+std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t col) {
+  std::size_t off = 0;
+  for (std::int64_t l = 1; l < line && off < content.size(); ++l) {
+    const std::size_t nl = content.find('\n', off);
+    off = nl == std::string::npos ? content.size() : nl + 1;
+  }
+  return off + static_cast<std::size_t>(std::max<std::int64_t>(col - 1, 0));
+}
+
+// A position may be shared (GCC puts `a + f(b)` at its last `)`, which ends `f(b)` too): a call
+// named like the op wins over a smaller one that is not, and the anchor's function over others.
+Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
+                     const formats::Anchor& a) {
+  const std::size_t off = offsetOf(content, a.line, a.col);
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool by_function = pass % 2 == 0 && !a.function.empty();
+    const bool by_name = pass < 2 && !a.op.empty();
+    Found best;
+    for (const auto& [key, list] : c.by_key_) {
+      if (std::get<0>(key) != file || (by_function && !sameFunction(a.function, std::get<1>(key))))
+        continue;
+      for (const auto& cand : list)
+        if (cand.call && cand.begin <= off && off < cand.end &&
+            (!by_name || runsOp(cand.callee, a.op)) &&
+            (!best.candidate ||
+             cand.end - cand.begin < best.candidate->end - best.candidate->begin))
+          best = {&cand, &std::get<1>(key), &std::get<2>(key)};
+    }
+    if (best.candidate)
+      return best;
+  }
+  return {};
+}
+
 class Rewriter {
 public:
   Rewriter(const formats::Schedule& s, CppRewrite& out, bool async_calls)
       : s_(s), out_(out), async_calls_(async_calls) {}
 
-  void run(ASTContext& ctx, const std::string& file) {
-    Collector c(ctx, file);
+  void run(ASTContext& ctx) {
+    // Files to look in: the main file, and any header that a decision still open names.
+    auto wanted = [&](const std::string& path) {
+      for (std::size_t i = 0; i < s_.decisions.size(); ++i)
+        if (!handled_.count(i) && s_.decisions[i].action != formats::Action::None &&
+            sameFile(s_.decisions[i].anchor.file, path))
+          return true;
+      return false;
+    };
+    Collector c(ctx, wanted);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
-    SourceManager& sm = ctx.getSourceManager();
-    const std::string content = sm.getBufferData(sm.getMainFileID()).str();
     for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
-      const auto& d = s_.decisions[i];
-      if (d.action == formats::Action::None || !sameFile(d.anchor.file, file))
+      if (s_.decisions[i].action == formats::Action::None || handled_.count(i))
         continue;
-      handled_.insert(i);
-      const std::string want = normalise(d.anchor.expr);
-      std::vector<const Candidate*> matches;
-      for (const auto& [key, list] : c.by_key_)
-        if (key.second == want && sameFunction(d.anchor.function, key.first))
-          for (const auto& cand : list)
-            matches.push_back(&cand);
-      std::sort(matches.begin(), matches.end(),
-                [](const Candidate* a, const Candidate* b) { return a->begin < b->begin; });
-      if (matches.empty()) {
-        note(d.anchor, file,
-             "not found: no `" + d.anchor.expr + "` of type at::Tensor in " + d.anchor.function,
-             d.action != formats::Action::Remove);
-        ++out_.not_found;
-        continue;
-      }
-      const Candidate* pick = nullptr;
-      if (d.anchor.ordinal >= 0 && static_cast<std::size_t>(d.anchor.ordinal) < matches.size())
-        pick = matches[static_cast<std::size_t>(d.anchor.ordinal)];
-      if (!pick) {
-        // The ordinal does not fit (the function changed): the line hint decides, if unique.
-        // The ordinal comes first, so edits above the site (an added #include) move nothing.
-        const Candidate* by_line = nullptr;
-        int count = 0;
-        for (const Candidate* m : matches)
-          if (lineOf(content, m->begin) == d.anchor.line) {
-            by_line = m;
-            ++count;
-          }
-        if (count == 1)
-          pick = by_line;
-        else {
-          note(d.anchor, file,
-               "ambiguous: " + std::to_string(matches.size()) + " `" + d.anchor.expr + "` in " +
-                   d.anchor.function + " and ordinal " + std::to_string(d.anchor.ordinal) +
-                   " does not pick one",
-               true);
-          ++out_.skipped;
-          continue;
+      const std::string* target = nullptr;
+      for (const auto& [path, text] : c.contents_)
+        if (sameFile(s_.decisions[i].anchor.file, path)) {
+          target = &path;
+          break;
         }
+      if (!target)
+        continue;
+      handled_.insert(i); // a header included by several files is edited once
+      const std::string& file = *target;
+      const std::string& content = c.contents_.at(file);
+      formats::Decision d = s_.decisions[i];
+      const Candidate* pick =
+          d.anchor.expr.empty() ? byPosition(c, file, content, d) : byText(c, file, content, d);
+      if (!pick)
+        continue;
+      if (!edited_.insert({file, pick->begin, pick->end}).second) {
+        note(d.anchor, file, "same site as an earlier decision: `" + d.anchor.expr + "`", false);
+        ++out_.already;
+        continue;
       }
       if (pick->macro) {
         note(d.anchor, file, "skipped: `" + d.anchor.expr + "` is written by a macro", true);
@@ -278,6 +399,64 @@ public:
       else
         convert(ctx, *pick, d, file);
     }
+  }
+
+  // The expression an anchor names: (file, function, text), then the ordinal, then the line.
+  const Candidate* byText(const Collector& c, const std::string& file, const std::string& content,
+                          const formats::Decision& d) {
+    const std::string want = normalise(d.anchor.expr);
+    std::vector<const Candidate*> matches;
+    for (const auto& [key, list] : c.by_key_)
+      if (std::get<0>(key) == file && std::get<2>(key) == want &&
+          sameFunction(d.anchor.function, std::get<1>(key)))
+        for (const auto& cand : list)
+          matches.push_back(&cand);
+    std::sort(matches.begin(), matches.end(),
+              [](const Candidate* a, const Candidate* b) { return a->begin < b->begin; });
+    if (matches.empty()) {
+      note(d.anchor, file,
+           "not found: no `" + d.anchor.expr + "` of type at::Tensor in " + d.anchor.function,
+           d.action != formats::Action::Remove);
+      ++out_.not_found;
+      return nullptr;
+    }
+    if (d.anchor.ordinal >= 0 && static_cast<std::size_t>(d.anchor.ordinal) < matches.size())
+      return matches[static_cast<std::size_t>(d.anchor.ordinal)];
+    // The ordinal does not fit (the function changed): the line hint decides, if unique.
+    // The ordinal comes first, so edits above the site (an added #include) move nothing.
+    const Candidate* by_line = nullptr;
+    int count = 0;
+    for (const Candidate* m : matches)
+      if (lineOf(content, m->begin) == d.anchor.line) {
+        by_line = m;
+        ++count;
+      }
+    if (count == 1)
+      return by_line;
+    note(d.anchor, file,
+         "ambiguous: " + std::to_string(matches.size()) + " `" + d.anchor.expr + "` in " +
+             d.anchor.function + " and ordinal " + std::to_string(d.anchor.ordinal) +
+             " does not pick one",
+         true);
+    ++out_.skipped;
+    return nullptr;
+  }
+
+  // An anchor with a position only (`xprof run` without -p): fills in the expression's text.
+  const Candidate* byPosition(const Collector& c, const std::string& file,
+                              const std::string& content, formats::Decision& d) {
+    const Found f = findByPosition(c, file, content, d.anchor);
+    if (f.candidate) {
+      d.anchor.expr = *f.text;
+      return f.candidate;
+    }
+    note(d.anchor, file,
+         "not found: no call of type at::Tensor at " + std::to_string(d.anchor.line) + ":" +
+             std::to_string(d.anchor.col) +
+             (d.anchor.function.empty() ? std::string() : " in " + d.anchor.function),
+         d.action != formats::Action::Remove);
+    ++out_.not_found;
+    return nullptr;
   }
 
   const std::set<std::size_t>& handled() const { return handled_; }
@@ -448,50 +627,106 @@ private:
   CppRewrite& out_;
   bool async_calls_;
   std::set<std::size_t> handled_;
+  std::set<std::tuple<std::string, unsigned, unsigned>> edited_;
   std::set<std::string> include_added_;
 };
 
+using OnParsed = std::function<void(ASTContext&)>;
+
 class Consumer : public ASTConsumer {
 public:
-  Consumer(Rewriter& r, std::string& error, CompilerInstance& ci) : r_(r), error_(error), ci_(ci) {}
+  Consumer(const OnParsed& f, std::string& error, CompilerInstance& ci)
+      : f_(f), error_(error), ci_(ci) {}
   void HandleTranslationUnit(ASTContext& ctx) override {
     if (ci_.getDiagnostics().hasErrorOccurred()) {
       error_ = "Clang could not parse it";
       return;
     }
     const SourceManager& sm = ctx.getSourceManager();
-    const FileEntry* fe = sm.getFileEntryForID(sm.getMainFileID());
-    if (fe)
-      r_.run(ctx, canonical(fe->getName().str()));
+    if (sm.getFileEntryForID(sm.getMainFileID()))
+      f_(ctx);
   }
 
 private:
-  Rewriter& r_;
+  const OnParsed& f_;
   std::string& error_;
   CompilerInstance& ci_;
 };
 
 class Action : public ASTFrontendAction {
 public:
-  Action(Rewriter& r, std::string& error) : r_(r), error_(error) {}
+  Action(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
-    return std::make_unique<Consumer>(r_, error_, ci);
+    return std::make_unique<Consumer>(f_, error_, ci);
   }
 
 private:
-  Rewriter& r_;
+  const OnParsed& f_;
   std::string& error_;
 };
 
 class Factory : public tooling::FrontendActionFactory {
 public:
-  Factory(Rewriter& r, std::string& error) : r_(r), error_(error) {}
-  std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(r_, error_); }
+  Factory(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(f_, error_); }
 
 private:
-  Rewriter& r_;
+  const OnParsed& f_;
   std::string& error_;
 };
+
+std::unique_ptr<tooling::CompilationDatabase>
+compilationDatabase(const std::string& build_dir, const std::vector<std::string>& fixed_args) {
+  if (!fixed_args.empty() || build_dir.empty()) {
+    std::vector<std::string> args = fixed_args;
+    return std::make_unique<tooling::FixedCompilationDatabase>(".", args);
+  }
+  std::string err;
+  auto db = tooling::CompilationDatabase::loadFromDirectory(build_dir, err);
+  if (!db)
+    throw InputError(build_dir, "no compilation database: " + firstLine(err));
+  return db;
+}
+
+// Parses `f` with its compile command and calls `on_parsed` with the AST. Throws InputError
+// with Clang's first diagnostic when it does not parse.
+void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
+               const OnParsed& on_parsed) {
+  const std::string path = canonical(f);
+  (void)readFile(f); // a clear error, in the name the user gave, for a missing file
+  std::string error;
+  Factory factory(on_parsed, error);
+  tooling::ClangTool tool(db, {path});
+  // Compile commands written for GCC may carry warning flags Clang does not know, and -Werror
+  // would make them fatal: warnings are not ours to judge here, only the parse.
+  tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-Wno-unknown-warning-option", "-Wno-error"}, tooling::ArgumentInsertPosition::END));
+  std::string diagnostics;
+  llvm::raw_string_ostream diag_stream(diagnostics);
+  // The printer holds the options by reference count.
+  TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
+  tool.setDiagnosticConsumer(&printer);
+  tool.setPrintErrorMessage(false);
+  // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int null = ::open("/dev/null", O_WRONLY);
+  if (null >= 0)
+    ::dup2(null, 2);
+  const int rc = tool.run(&factory);
+  std::fflush(stderr);
+  if (saved >= 0) {
+    ::dup2(saved, 2);
+    ::close(saved);
+  }
+  if (null >= 0)
+    ::close(null);
+  if (rc != 0 || !error.empty()) {
+    diag_stream.flush();
+    std::string first = diagnostics.substr(0, diagnostics.find('\n'));
+    throw InputError(f, "cannot parse: " + (first.empty() ? error : first));
+  }
+}
 
 } // namespace
 
@@ -499,49 +734,14 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
                       const std::string& build_dir, const std::vector<std::string>& fixed_args,
                       bool async_calls) {
   CppRewrite out;
-  std::unique_ptr<tooling::CompilationDatabase> db;
-  if (!fixed_args.empty() || build_dir.empty()) {
-    std::vector<std::string> args = fixed_args;
-    db = std::make_unique<tooling::FixedCompilationDatabase>(".", args);
-  } else {
-    std::string err;
-    db = tooling::CompilationDatabase::loadFromDirectory(build_dir, err);
-    if (!db)
-      throw InputError(build_dir, "no compilation database: " + firstLine(err));
-  }
+  auto db = compilationDatabase(build_dir, fixed_args);
   Rewriter rewriter(schedule, out, async_calls);
-  for (const std::string& f : files) {
-    const std::string path = canonical(f);
-    (void)readFile(f); // a clear error, in the name the user gave, for a missing file
-    std::string error;
-    Factory factory(rewriter, error);
-    tooling::ClangTool tool(*db, {path});
-    std::string diagnostics;
-    llvm::raw_string_ostream diag_stream(diagnostics);
-    // The printer holds the options by reference count.
-    TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
-    tool.setDiagnosticConsumer(&printer);
-    tool.setPrintErrorMessage(false);
-    // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
-    std::fflush(stderr);
-    const int saved = ::dup(2);
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0)
-      ::dup2(null, 2);
-    const int rc = tool.run(&factory);
-    std::fflush(stderr);
-    if (saved >= 0) {
-      ::dup2(saved, 2);
-      ::close(saved);
-    }
-    if (null >= 0)
-      ::close(null);
-    if (rc != 0 || !error.empty()) {
-      diag_stream.flush();
-      std::string first = diagnostics.substr(0, diagnostics.find('\n'));
-      throw InputError(f, "cannot parse: " + (first.empty() ? error : first));
-    }
-  }
+  const OnParsed run = [&](ASTContext& ctx) {
+    rewriter.run(ctx);
+  };
+  for (const std::string& f : files)
+    parseFile(*db, f, run);
+  out.matched = rewriter.handled().size();
   // Apply the edits to each file's text, back to front.
   std::map<std::string, std::vector<const CppEdit*>> by_file;
   for (const auto& e : out.edits)
@@ -557,6 +757,47 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
     out.after[file] = text;
   }
   return out;
+}
+
+std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
+                           const std::vector<std::string>& files, const std::string& build_dir,
+                           const std::vector<std::string>& fixed_args) {
+  auto db = compilationDatabase(build_dir, fixed_args);
+  std::vector<bool> done(anchors.size(), false);
+  std::size_t resolved = 0;
+  const OnParsed resolve = [&](ASTContext& ctx) {
+    auto wanted = [&](const std::string& path) {
+      for (std::size_t i = 0; i < anchors.size(); ++i)
+        if (!done[i] && sameFile(anchors[i]->file, path))
+          return true;
+      return false;
+    };
+    Collector c(ctx, wanted);
+    c.TraverseDecl(ctx.getTranslationUnitDecl());
+    for (std::size_t i = 0; i < anchors.size(); ++i) {
+      formats::Anchor& a = *anchors[i];
+      if (done[i])
+        continue;
+      for (const auto& [path, content] : c.contents_) {
+        if (!sameFile(a.file, path))
+          continue;
+        done[i] = true; // found in this file or not at all
+        const Found f = findByPosition(c, path, content, a);
+        if (!f.candidate)
+          break;
+        const auto& same = c.by_key_.at({path, *f.function, *f.text});
+        a.function = *f.function;
+        a.expr = *f.text;
+        a.ordinal = std::count_if(same.begin(), same.end(),
+                                  [&](const Candidate& o) { return o.begin < f.candidate->begin; });
+        ++resolved;
+        break;
+      }
+    }
+  };
+  for (const std::string& f : files)
+    parseFile(*db, f, resolve);
+  return resolved;
 }
 
 std::string exportFixesYaml(const CppRewrite& r) {

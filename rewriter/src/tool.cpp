@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "torchscript_rewrite.h"
 #include "xalloc/error.h"
@@ -42,6 +43,23 @@ std::string repoRelative(const std::string& path) {
 
 int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
   CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args, o.form == "fast");
+  if (r.matched == 0) {
+    // Nothing for these files. Fine when the schedule's files exist but were not given (a
+    // pre-commit run on other files); an error when the schedule names none that exists.
+    std::set<std::string> named;
+    bool any_exists = false;
+    for (const auto& d : schedule.decisions)
+      if (d.action != formats::Action::None && !d.anchor.file.empty()) {
+        named.insert(d.anchor.file);
+        any_exists = any_exists || isRegularFile(d.anchor.file);
+      }
+    if (!named.empty() && !any_exists)
+      throw InputError(o.schedule.empty() ? "<stdin>" : o.schedule,
+                       "the schedule is for other sources: it names " + *named.begin() +
+                           (named.size() > 1 ? " and " + std::to_string(named.size() - 1) + " more"
+                                             : std::string()) +
+                           ", none of which is among the files given or exists here");
+  }
   for (const auto& n : r.notes) {
     if (n.warning)
       printWarning(n.location, n.message);

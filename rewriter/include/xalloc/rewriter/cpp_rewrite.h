@@ -32,6 +32,7 @@ struct CppRewrite {
   std::map<std::string, std::string> before, after; // by absolute path, files that change
   std::vector<CppNote> notes;
   std::size_t applied = 0, already = 0, skipped = 0, not_found = 0;
+  std::size_t matched = 0; // decisions (not `none`) whose file was among the sources
 };
 
 /// Runs Clang over `files` (compile commands from `build_dir`'s compile_commands.json, or, when
@@ -43,6 +44,15 @@ struct CppRewrite {
 CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::string>& files,
                       const std::string& build_dir, const std::vector<std::string>& fixed_args,
                       bool async_calls = false);
+
+/// Completes anchors that carry only a position (`xprof run` reads file:line:col from debug
+/// info) with what makes them survive edits above the site: the expression's text, its
+/// enclosing function as Clang names it, and its ordinal among equal texts there. Parses
+/// `files` (and the user headers they include); an anchor whose position holds no call of type
+/// at::Tensor is left as it is. Returns how many were completed.
+std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
+                           const std::vector<std::string>& files, const std::string& build_dir,
+                           const std::vector<std::string>& fixed_args);
 
 /// The edits as clang-apply-replacements YAML.
 std::string exportFixesYaml(const CppRewrite& r);

@@ -1,0 +1,780 @@
+// libxprof_hook.so: preloaded into an unmodified libtorch program by `xprof run`. A global
+// RecordFunction callback sees every op the program calls; the outermost one of each call (not
+// the ops libtorch runs inside it, nor autograd's backward ops) is recorded with its call stack,
+// its input and output tensors (identified by TensorImpl, held weakly so an address is never
+// reused while we remember it), its wall and CPU time, and, for inputs that are not contiguous
+// or come out of a conversion, the consumer re-run through the dispatcher with both layouts.
+// Calls are grouped by call site (op name + return addresses): each site is one op of the
+// profile, each of its outputs one value, and only its first XPROF_ITERATIONS calls are
+// measured. At exit the hook writes a profile document whose ops carry raw stacks instead of
+// source locations; the xprof driver (run_program.cpp) symbolizes them.
+#include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
+#include <c10/util/intrusive_ptr.h>
+#include <nlohmann/json.hpp>
+
+#include "xalloc/formats/profile.h"
+#include "xalloc/profiler/conversion_cost.h"
+#include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/value_compare.h"
+
+namespace {
+
+namespace fmt = xalloc::formats;
+namespace prof = xalloc::profiler;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxFrames = 48;
+
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// ---- stacks ---------------------------------------------------------------------------------
+
+struct Unwind {
+  std::uintptr_t ips[kMaxFrames];
+  std::uintptr_t cfas[kMaxFrames]; // each frame's canonical frame address: which call it is
+  int n = 0;
+};
+
+_Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
+  auto* u = static_cast<Unwind*>(arg);
+  if (u->n >= kMaxFrames)
+    return _URC_END_OF_STACK;
+  const std::uintptr_t ip = _Unwind_GetIP(ctx);
+  if (ip == 0)
+    return _URC_END_OF_STACK;
+  u->cfas[u->n] = _Unwind_GetCFA(ctx);
+  u->ips[u->n++] = ip;
+  return _URC_NO_REASON;
+}
+
+// A loaded object: its path and where it was mapped.
+struct Module {
+  std::string path;
+  std::uintptr_t bias = 0;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges; // executable PT_LOAD segments
+  bool user = false; // the program's own code (not libtorch, the C/C++ runtime or this hook)
+};
+
+std::string selfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// System libraries and frameworks are never the call site the user wants to edit.
+bool isUserObject(const std::string& path, const std::string& hook_path) {
+  if (path.empty() || path == hook_path || path.find("linux-vdso") != std::string::npos)
+    return false;
+  for (const char* p : {"/usr/lib/", "/lib/", "/lib64/", "/usr/lib64/"})
+    if (path.rfind(p, 0) == 0)
+      return false;
+  for (const char* p : {"/torch/lib/", "/site-packages/", "/dist-packages/", "libxalloc_runtime"})
+    if (path.find(p) != std::string::npos)
+      return false;
+  return true;
+}
+
+std::vector<Module> loadedModules(const std::string& hook_path) {
+  std::vector<Module> mods;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* out = static_cast<std::vector<Module>*>(data);
+        Module m;
+        m.path = info->dlpi_name ? info->dlpi_name : "";
+        if (out->empty() && m.path.empty())
+          m.path = selfExe(); // the first entry is the program itself
+        m.bias = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+            m.ranges.emplace_back(info->dlpi_addr + ph.p_vaddr,
+                                  info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        out->push_back(std::move(m));
+        return 0;
+      },
+      &mods);
+  for (auto& m : mods)
+    m.user = isUserObject(m.path, hook_path);
+  return mods;
+}
+
+// ---- the recorder ---------------------------------------------------------------------------
+
+using TensorWeak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+using StorageWeak = c10::weak_intrusive_ptr<c10::StorageImpl>;
+
+struct Frame {
+  int module = -1; // index into modules_, -1 when no loaded object holds it
+  std::uintptr_t offset = 0;
+};
+
+struct Site {
+  std::string kind;
+  std::vector<int> frames; // indices into frames_, innermost first
+  bool user = false;       // some frame is the program's own code
+  std::int64_t calls = 0;
+  std::int64_t recorded = 0;
+  std::int64_t id = -1; // op id once recorded (first-recorded order)
+  std::vector<double> ms, cpu_ms, gap_ms;
+  std::vector<std::int64_t> inputs, outputs; // value ids (of the first recorded call)
+  bool shared_call = false;                  // another site's op ran in the same user call instance
+};
+
+struct Value {
+  fmt::Record rec;
+  bool conversion_measured = false;
+  std::set<std::pair<std::int64_t, std::int64_t>> consumers_seen; // (op id, input index)
+};
+
+struct Live {
+  TensorWeak weak;
+  std::int64_t value = 0;
+};
+
+struct Ctx : at::ObserverContext {
+  Clock::time_point t0;
+  double cpu0 = 0;
+  Site* site = nullptr;
+  std::uintptr_t user_ip = 0, user_cfa = 0;
+};
+
+thread_local int tl_depth = 0;
+thread_local Clock::time_point tl_last_end;
+thread_local bool tl_last_recorded = false;
+thread_local std::uintptr_t tl_last_user_ip = 0;
+thread_local Site* tl_last_site = nullptr;
+thread_local std::uintptr_t tl_last_cfa = 0;
+
+class Recorder {
+public:
+  Recorder()
+      : cap_(std::max(1, envInt("XPROF_ITERATIONS", 3))),
+        warmup_(std::max(0, envInt("XPROF_WARMUP", 2))),
+        repeats_(std::max(3, envInt("XPROF_REPEATS", 15))),
+        consumers_(envInt("XPROF_CONSUMERS", 1) != 0), out_(std::getenv("XPROF_HOOK_OUT")),
+        start_(Clock::now()) {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&envInt), &info) && info.dli_fname)
+      hook_path_ = info.dli_fname;
+  }
+
+  bool enabled() const { return !out_.empty(); }
+
+  std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
+    const int depth = tl_depth++;
+    // Autograd's engine runs backward ops under records of its own, on the caller's thread too.
+    if (depth > 0 || fn.scope() != at::RecordScope::FUNCTION || stopped_.load() ||
+        std::strncmp(fn.name(), "autograd::", 10) == 0)
+      return nullptr;
+    Unwind u;
+    _Unwind_Backtrace(unwindStep, &u);
+    struct Pending {
+      std::size_t arg;
+      at::Tensor tensor, other;
+      bool to_contiguous;
+      std::int64_t value;
+      fmt::ConsumerTiming timing;
+    };
+    std::vector<Pending> pending;
+    auto ctx = std::make_unique<Ctx>();
+    const auto inputs = fn.inputs();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++total_calls_;
+      Site& site = siteOf(fn.name(), u);
+      ++site.calls;
+      if (!site.user || site.recorded >= cap_) {
+        tl_last_recorded = false;
+        return nullptr;
+      }
+      if (site.id < 0) {
+        site.id = static_cast<std::int64_t>(order_.size());
+        order_.push_back(&site);
+      }
+      ctx->site = &site;
+      for (std::size_t i = 0; i < site.frames.size(); ++i)
+        if (isUser(site.frames[i])) {
+          ctx->user_cfa = u.cfas[i];
+          break;
+        }
+      std::vector<std::int64_t> in_ids;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        forEachTensor(inputs[i], [&](const at::Tensor& t) {
+          const std::int64_t v = valueOf(t, site, static_cast<std::int64_t>(i));
+          in_ids.push_back(v);
+          Value& val = values_[static_cast<std::size_t>(v)];
+          val.rec.last_use = std::max(val.rec.last_use, site.id);
+          if (!val.consumers_seen.insert({site.id, static_cast<std::int64_t>(i)}).second)
+            return;
+          Pending p{i, t, {}, true, v, {}};
+          p.timing.op_id = site.id;
+          p.timing.input_index = static_cast<std::int64_t>(i);
+          if (!t.is_contiguous()) {
+            pending.push_back(std::move(p));
+            return;
+          }
+          auto src = conversion_sources_.find(t.unsafeGetTensorImpl());
+          if (src != conversion_sources_.end() && !src->second.first.expired()) {
+            p.other = src->second.second;
+            p.to_contiguous = false;
+            pending.push_back(std::move(p));
+            return;
+          }
+          val.rec.consumers.push_back(p.timing); // contiguous: nothing to compare
+        });
+      }
+      for (std::size_t i : writtenArgs(fn))
+        if (i < inputs.size())
+          forEachTensor(inputs[i], [&](const at::Tensor& t) { markWritten(t); });
+      if (site.recorded == 0)
+        site.inputs = in_ids;
+    }
+    // Measured outside the lock: an op may run others on worker threads, which call in here.
+    for (auto& p : pending) {
+      if (p.to_contiguous) {
+        guarded([&] { p.other = p.tensor.contiguous(); });
+      }
+      measureConsumer(fn, inputs, p.arg, p.tensor, p.other, p.to_contiguous, p.timing);
+    }
+    if (!pending.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& p : pending)
+        values_[static_cast<std::size_t>(p.value)].rec.consumers.push_back(p.timing);
+    }
+    // Time between the program's previous op and this one: only when that op was recorded too
+    // (its end is known); our own work in between is not counted.
+    const auto now = Clock::now();
+    if (tl_last_recorded) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx->site->gap_ms.push_back(
+          std::chrono::duration<double, std::milli>(now - tl_last_end).count());
+    }
+    ctx->cpu0 = prof::processCpuMs();
+    ctx->t0 = Clock::now();
+    return ctx;
+  }
+
+  void end(const at::RecordFunction& fn, at::ObserverContext* base) {
+    --tl_depth;
+    if (!base)
+      return;
+    auto* ctx = static_cast<Ctx*>(base);
+    const auto t1 = Clock::now();
+    const double cpu1 = prof::processCpuMs();
+    std::vector<at::Tensor> to_measure;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Site& site = *ctx->site;
+      site.ms.push_back(std::chrono::duration<double, std::milli>(t1 - ctx->t0).count());
+      site.cpu_ms.push_back(cpu1 - ctx->cpu0);
+      const bool first = site.recorded == 0;
+      ++site.recorded;
+      const auto& outputs = fn.outputs();
+      std::int64_t index = 0;
+      for (const auto& out : outputs)
+        forEachTensor(out, [&](const at::Tensor& t) {
+          const std::int64_t v = produce(t, site, index++);
+          if (first)
+            site.outputs.push_back(v);
+          Value& val = values_[static_cast<std::size_t>(v)];
+          if (!val.rec.contiguous && !val.conversion_measured && t.numel() > 0) {
+            val.conversion_measured = true;
+            if (converted_keys_.insert(prof::layoutOf(t).key()).second)
+              to_measure.push_back(t);
+          }
+        });
+      if (site.kind == "aten::contiguous" && !fn.inputs().empty() && fn.inputs()[0].isTensor() &&
+          !outputs.empty() && outputs[0].isTensor()) {
+        const at::Tensor& src = fn.inputs()[0].toTensor();
+        const at::Tensor& dst = outputs[0].toTensor();
+        if (!src.is_contiguous()) // kept to re-run consumers without the conversion
+          conversion_sources_.insert_or_assign(
+              dst.unsafeGetTensorImpl(), std::make_pair(TensorWeak(dst.getIntrusivePtr()), src));
+      }
+      // Two ops from one user call (a libtorch module's forward running several ops): only the
+      // last one's result is the expression's value, so neither can be matched to the source.
+      const std::uintptr_t ip = userIp(site);
+      if (tl_last_recorded && tl_last_site && tl_last_site != &site && ip != 0 &&
+          tl_last_user_ip == ip && tl_last_cfa == ctx->user_cfa)
+        site.shared_call = tl_last_site->shared_call = true;
+      tl_last_site = &site;
+      tl_last_user_ip = ip;
+      tl_last_cfa = ctx->user_cfa;
+    }
+    for (const at::Tensor& t : to_measure) {
+      fmt::ConversionCost c;
+      if (guarded(
+              [&] { c = prof::measureConversionCost(t, "model", warmup_, repeats_, nullptr); })) {
+        std::lock_guard<std::mutex> lock(mu_);
+        conversions_.push_back(std::move(c));
+      }
+    }
+    tl_last_recorded = true;
+    tl_last_end = Clock::now();
+  }
+
+  void write() {
+    stopped_ = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    conversion_sources_.clear();
+    live_.clear();
+    by_storage_.clear();
+    fmt::Profile p;
+    nlohmann::json stacks = nlohmann::json::array();
+    double clock = 0;
+    for (Site* s : order_) {
+      fmt::Op op;
+      op.id = s->id;
+      op.kind = s->kind;
+      const auto d = prof::summarize(s->ms);
+      op.duration_ms = d.median_ms;
+      op.duration_spread_ms = d.iqr_ms;
+      op.noisy = prof::isNoisy(d);
+      const double cpu = prof::summarize(s->cpu_ms).median_ms;
+      op.utilization = d.median_ms > 0 ? std::clamp(cpu / (d.median_ms * cores_), 0.0, 1.0) : 0.0;
+      const double gap = s->gap_ms.empty() ? 0.0 : prof::summarize(s->gap_ms).median_ms;
+      clock += op.id == 0 ? 0.0 : gap;
+      op.start_ms = clock;
+      clock += op.duration_ms;
+      op.inputs = s->inputs;
+      op.outputs = s->outputs;
+      p.ops.push_back(op);
+      nlohmann::json frames = nlohmann::json::array();
+      for (int f : s->frames)
+        frames.push_back({frames_[static_cast<std::size_t>(f)].module,
+                          frames_[static_cast<std::size_t>(f)].offset});
+      stacks.push_back({{"op", op.id},
+                        {"frames", frames},
+                        {"calls", s->calls},
+                        {"recorded", s->recorded},
+                        {"shared_call", s->shared_call}});
+    }
+    for (auto& v : values_)
+      p.records.push_back(v.rec);
+    p.conversion_cost_table = conversions_;
+    p.settings.iterations = cap_;
+    p.settings.warmup = warmup_;
+    p.settings.repeats = repeats_;
+    p.device.threads = at::get_num_threads();
+    nlohmann::json mods = nlohmann::json::array();
+    for (const auto& m : modules_)
+      mods.push_back({{"path", m.path}, {"user", m.user}});
+    nlohmann::json doc = fmt::toJson(p);
+    nlohmann::json extra = nlohmann::json::object();
+    extra["modules"] = mods;
+    extra["stacks"] = stacks;
+    extra["threads"] = at::get_num_threads();
+    extra["top_level_calls"] = total_calls_;
+    doc["xprof_hook"] = extra;
+    const std::string tmp = out_ + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << doc.dump() << "\n";
+      if (!f)
+        return;
+    }
+    std::rename(tmp.c_str(), out_.c_str());
+  }
+
+  void setCores(int cores) { cores_ = std::max(1, cores); }
+
+private:
+  template <typename F> static void forEachTensor(const c10::IValue& v, F&& f) {
+    if (v.isTensor()) {
+      if (v.toTensor().defined())
+        f(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector())
+        if (t.defined())
+          f(t);
+    }
+  }
+
+  // The arguments an op writes to (`Tensor(a!) self`).
+  static std::vector<std::size_t> writtenArgs(const at::RecordFunction& fn) {
+    std::vector<std::size_t> out;
+    auto name = fn.operator_name();
+    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
+    if (!op)
+      return out;
+    const auto& args = op->schema().arguments();
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (args[i].alias_info() && args[i].alias_info()->isWrite())
+        out.push_back(i);
+    return out;
+  }
+
+  bool isUser(int frame) const {
+    const Frame& fr = frames_[static_cast<std::size_t>(frame)];
+    return fr.module >= 0 && modules_[static_cast<std::size_t>(fr.module)].user;
+  }
+
+  std::uintptr_t userIp(const Site& s) const {
+    for (int f : s.frames)
+      if (isUser(f)) {
+        const Frame& fr = frames_[static_cast<std::size_t>(f)];
+        return modules_[static_cast<std::size_t>(fr.module)].bias + fr.offset;
+      }
+    return 0;
+  }
+
+  int frameOf(std::uintptr_t ip) {
+    auto it = frame_index_.find(ip);
+    if (it != frame_index_.end())
+      return it->second;
+    Frame f;
+    for (int pass = 0; pass < 2 && f.module < 0; ++pass) {
+      if (pass == 1)
+        modules_ = loadedModules(hook_path_); // a library loaded since the last look
+      for (std::size_t m = 0; m < modules_.size() && f.module < 0; ++m)
+        for (const auto& [lo, hi] : modules_[m].ranges)
+          if (ip >= lo && ip < hi) {
+            f.module = static_cast<int>(m);
+            f.offset = ip - modules_[m].bias;
+            break;
+          }
+    }
+    const int id = static_cast<int>(frames_.size());
+    frames_.push_back(f);
+    frame_index_.emplace(ip, id);
+    return id;
+  }
+
+  Site& siteOf(const char* name, const Unwind& u) {
+    std::string key = name;
+    key.push_back('\0');
+    key.append(reinterpret_cast<const char*>(u.ips), sizeof(std::uintptr_t) * u.n);
+    auto it = sites_.find(key);
+    if (it != sites_.end())
+      return *it->second;
+    auto site = std::make_unique<Site>();
+    site->kind = name;
+    if (site->kind.find("::") == std::string::npos)
+      site->kind = "aten::" + site->kind;
+    for (int i = 0; i < u.n; ++i) {
+      // A return address points after the call; the call itself is one byte before.
+      const int f = frameOf(u.ips[i] - (i > 0 ? 1 : 0));
+      site->frames.push_back(f);
+      site->user = site->user || isUser(f);
+    }
+    return *sites_.emplace(std::move(key), std::move(site)).first->second;
+  }
+
+  std::int64_t storageOf(const at::Tensor& t) {
+    if (!t.has_storage())
+      return -1;
+    c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+    auto it = storages_.find(s);
+    if (it != storages_.end() && !it->second.first.expired())
+      return it->second.second;
+    const std::int64_t id = next_storage_++;
+    storages_.insert_or_assign(s, std::make_pair(t.storage().getWeakStorageImpl(), id));
+    return id;
+  }
+
+  void prune() {
+    if (live_.size() < prune_at_)
+      return;
+    for (auto it = live_.begin(); it != live_.end();)
+      it = it->second.weak.expired() ? live_.erase(it) : std::next(it);
+    for (auto it = by_storage_.begin(); it != by_storage_.end();) {
+      auto& list = it->second;
+      list.erase(
+          std::remove_if(list.begin(), list.end(), [](const auto& e) { return e.first.expired(); }),
+          list.end());
+      it = list.empty() ? by_storage_.erase(it) : std::next(it);
+    }
+    for (auto it = storages_.begin(); it != storages_.end();)
+      it = it->second.first.expired() ? storages_.erase(it) : std::next(it);
+    for (auto it = conversion_sources_.begin(); it != conversion_sources_.end();)
+      it = it->second.first.expired() ? conversion_sources_.erase(it) : std::next(it);
+    prune_at_ = std::max<std::size_t>(4096, 2 * live_.size());
+  }
+
+  Value& newValue(const at::Tensor& t) {
+    values_.emplace_back();
+    Value& v = values_.back();
+    v.rec.id = static_cast<std::int64_t>(values_.size() - 1);
+    v.rec.layout = prof::layoutOf(t);
+    v.rec.contiguous = t.is_contiguous();
+    v.rec.bytes = t.numel() * static_cast<std::int64_t>(t.element_size());
+    v.rec.storage_id = storageOf(t);
+    v.rec.storage_bytes =
+        t.has_storage() ? static_cast<std::int64_t>(t.storage().nbytes()) : v.rec.bytes;
+    return v;
+  }
+
+  void remember(const at::Tensor& t, std::int64_t value) {
+    prune();
+    auto [it, fresh] =
+        live_.try_emplace(t.unsafeGetTensorImpl(), Live{TensorWeak(t.getIntrusivePtr()), value});
+    if (!fresh && it->second.value == value && !it->second.weak.expired())
+      return;
+    it->second = Live{TensorWeak(t.getIntrusivePtr()), value};
+    by_storage_[storageOf(t)].emplace_back(TensorWeak(t.getIntrusivePtr()), value);
+  }
+
+  // The value a tensor argument is: one an op produced (while it lives), else a value of its
+  // own for this site and argument (a parameter, or a tensor made where we do not look).
+  std::int64_t valueOf(const at::Tensor& t, const Site& site, std::int64_t arg) {
+    auto it = live_.find(t.unsafeGetTensorImpl());
+    if (it != live_.end() && !it->second.weak.expired())
+      return it->second.value;
+    const std::string key = std::to_string(site.id) + ":" + std::to_string(arg);
+    auto ext = external_.find(key);
+    std::int64_t id;
+    if (ext != external_.end()) {
+      id = ext->second;
+    } else {
+      Value& v = newValue(t);
+      v.rec.origin = t.requires_grad() && t.is_leaf() ? "attribute" : "input";
+      v.rec.name = v.rec.origin == "attribute" ? "param" : "input";
+      v.rec.first_use = site.id;
+      v.rec.last_use = site.id;
+      id = v.rec.id;
+      external_.emplace(key, id);
+    }
+    remember(t, id);
+    return id;
+  }
+
+  std::int64_t produce(const at::Tensor& t, const Site& site, std::int64_t index) {
+    const std::string key = std::to_string(site.id) + "#" + std::to_string(index);
+    auto it = produced_.find(key);
+    std::int64_t id;
+    if (it != produced_.end()) {
+      id = it->second;
+    } else {
+      Value& v = newValue(t);
+      v.rec.producer_op = site.id;
+      v.rec.output_index = index;
+      v.rec.origin = "op";
+      v.rec.name = "v" + std::to_string(v.rec.id);
+      v.rec.first_use = site.id;
+      v.rec.last_use = site.id;
+      id = v.rec.id;
+      produced_.emplace(key, id);
+    }
+    remember(t, id);
+    return id;
+  }
+
+  // A write to a storage while values over it are alive: converting one of them earlier would
+  // snapshot data the write then changes, so none of them may be converted or left unconverted
+  // by an edit. Views made after the write are not affected.
+  void markWritten(const at::Tensor& t) {
+    auto it = by_storage_.find(storageOf(t));
+    if (it == by_storage_.end())
+      return;
+    for (const auto& [weak, value] : it->second)
+      if (!weak.expired())
+        values_[static_cast<std::size_t>(value)].rec.has_writers = true;
+  }
+
+  // Runs our own ops (never recorded as the program's), and swallows their failures.
+  template <typename F> static bool guarded(F&& f) {
+    tl_depth += 1;
+    bool ok = true;
+    {
+      at::RecordFunctionGuard off(false);
+      try {
+        f();
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    tl_depth -= 1;
+    return ok;
+  }
+
+  // Times the consumer with the tensor as it is and in the other layout (contiguous, or the
+  // source of the conversion that produced it), interleaved, and compares the outputs.
+  void measureConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
+                       std::size_t arg, const at::Tensor& t, const at::Tensor& other,
+                       bool to_contiguous, fmt::ConsumerTiming& c) const {
+    if (!other.defined()) {
+      c.note = "could not make a contiguous copy";
+      return;
+    }
+    if (!consumers_) {
+      c.note = "consumers not re-run (--no-consumers)";
+      return;
+    }
+    auto name = fn.operator_name();
+    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
+    if (!op) {
+      c.note = "not a dispatcher op; not re-run";
+      return;
+    }
+    for (const auto& a : op->schema().arguments())
+      if (a.alias_info() && a.alias_info()->isWrite()) {
+        c.note = "mutates an input or has side effects; not re-run";
+        return;
+      }
+    if (op->schema().is_vararg() || op->schema().arguments().size() != inputs.size()) {
+      c.note = "arguments not recorded in full; not re-run";
+      return;
+    }
+    auto stackWith = [&](const at::Tensor& x) {
+      torch::jit::Stack s(inputs.begin(), inputs.end());
+      if (s[arg].isTensor()) {
+        s[arg] = x;
+      } else {
+        auto list = s[arg].toTensorVector();
+        for (auto& e : list)
+          if (e.unsafeGetTensorImpl() == t.unsafeGetTensorImpl())
+            e = x;
+        s[arg] = c10::IValue(list);
+      }
+      return s;
+    };
+    const torch::jit::Stack as_is = stackWith(t), swapped = stackWith(other);
+    tl_depth += 1;
+    at::RecordFunctionGuard off(false);
+    at::NoGradGuard no_grad;
+    // Re-running an op must not move the program's random numbers.
+    auto gen = at::detail::getDefaultCPUGenerator();
+    at::Tensor rng;
+    {
+      std::lock_guard<std::mutex> g(gen.mutex());
+      rng = gen.get_state();
+    }
+    auto run = [&](const torch::jit::Stack& in) {
+      torch::jit::Stack s = in;
+      op->callBoxed(&s);
+      return s;
+    };
+    try {
+      torch::jit::Stack out_a;
+      try {
+        out_a = run(as_is);
+      } catch (const std::exception&) {
+        c.note = "failed when re-run in isolation";
+        throw;
+      }
+      torch::jit::Stack out_b;
+      try {
+        out_b = run(swapped);
+      } catch (const std::exception&) {
+        if (to_contiguous) {
+          c.note = "failed with a contiguous input";
+        } else {
+          c.accepts_noncontiguous = false;
+          c.note = "refuses a non-contiguous input";
+        }
+        throw;
+      }
+      c.identical_output = prof::bitwiseEqual(out_a, out_b);
+      c.same_output_layout = prof::sameLayout(out_a, out_b);
+      const auto m = prof::timeInterleaved([&] { (void)run(as_is); }, [&] { (void)run(swapped); },
+                                           warmup_, repeats_);
+      c.measured = true;
+      c.noisy = prof::isNoisy(m.a) || prof::isNoisy(m.b);
+      c.time_as_is_ms = m.a.median_ms;
+      c.time_as_is_spread_ms = m.a.iqr_ms;
+      c.delta_ms = m.delta.median_ms;
+      c.delta_spread_ms = m.delta.iqr_ms;
+      if (to_contiguous) {
+        c.time_contiguous_ms = m.b.median_ms;
+        c.time_contiguous_spread_ms = m.b.iqr_ms;
+      } else {
+        c.time_noncontiguous_ms = m.b.median_ms;
+        c.time_noncontiguous_spread_ms = m.b.iqr_ms;
+      }
+    } catch (const std::exception&) {
+    }
+    {
+      std::lock_guard<std::mutex> g(gen.mutex());
+      gen.set_state(rng);
+    }
+    tl_depth -= 1;
+  }
+
+  const int cap_, warmup_, repeats_;
+  const bool consumers_;
+  const std::string out_;
+  const Clock::time_point start_;
+  std::string hook_path_;
+  int cores_ = 1;
+  std::mutex mu_;
+  std::atomic<bool> stopped_{false};
+  std::vector<Module> modules_;
+  std::vector<Frame> frames_;
+  std::unordered_map<std::uintptr_t, int> frame_index_;
+  std::unordered_map<std::string, std::unique_ptr<Site>> sites_;
+  std::vector<Site*> order_;
+  std::deque<Value> values_; // stable references
+  std::unordered_map<c10::TensorImpl*, Live> live_;
+  std::size_t prune_at_ = 4096;
+  std::unordered_map<c10::StorageImpl*, std::pair<StorageWeak, std::int64_t>> storages_;
+  std::int64_t next_storage_ = 0;
+  std::unordered_map<c10::TensorImpl*, std::pair<TensorWeak, at::Tensor>> conversion_sources_;
+  std::map<std::string, std::int64_t> external_, produced_;
+  std::unordered_map<std::int64_t, std::vector<std::pair<TensorWeak, std::int64_t>>> by_storage_;
+  std::set<std::string> converted_keys_;
+  std::vector<fmt::ConversionCost> conversions_;
+  std::int64_t total_calls_ = 0;
+};
+
+Recorder* g_recorder = nullptr;
+at::CallbackHandle g_handle = 0;
+
+std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
+  return g_recorder->start(fn);
+}
+
+void onEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  g_recorder->end(fn, ctx);
+}
+
+void finish() {
+  if (!g_recorder)
+    return;
+  at::removeCallback(g_handle);
+  g_recorder->write();
+}
+
+__attribute__((constructor)) void install() {
+  auto* r = new Recorder(); // never deleted: threads may still call in while the program exits
+  if (!r->enabled())
+    return;
+  r->setCores(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  g_recorder = r;
+  g_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(onStart, onEnd)
+          .needsInputs(true)
+          .needsOutputs(true)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  std::atexit(finish);
+}
+
+} // namespace
