@@ -195,6 +195,8 @@ public:
     if (depth > 0 || fn.scope() != at::RecordScope::FUNCTION || stopped_.load() ||
         std::strncmp(fn.name(), "autograd::", 10) == 0)
       return nullptr;
+    // The program's own time since its previous op, before any of ours (unwinding, re-runs).
+    const auto entry = Clock::now();
     Unwind u;
     _Unwind_Backtrace(unwindStep, &u);
     struct Pending {
@@ -272,11 +274,10 @@ public:
     }
     // Time between the program's previous op and this one: only when that op was recorded too
     // (its end is known); our own work in between is not counted.
-    const auto now = Clock::now();
     if (tl_last_recorded) {
       std::lock_guard<std::mutex> lock(mu_);
       ctx->site->gap_ms.push_back(
-          std::chrono::duration<double, std::milli>(now - tl_last_end).count());
+          std::chrono::duration<double, std::milli>(entry - tl_last_end).count());
     }
     ctx->cpu0 = prof::processCpuMs();
     ctx->t0 = Clock::now();

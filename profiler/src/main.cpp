@@ -18,7 +18,10 @@ namespace {
 
 // Anchors of a program's call sites from debug info carry a position only; Clang reads the
 // expression there from the translation units that hold them.
-void completeAnchors(xalloc::formats::Profile& p, const std::string& build_dir, bool quiet) {
+void completeAnchors(xalloc::formats::Profile& p, const std::string& build_dir,
+                     const std::string& base_dir, bool quiet) {
+  namespace fs = std::filesystem;
+  const fs::path base = base_dir.empty() ? fs::current_path() : fs::path(base_dir);
   std::vector<xalloc::formats::Anchor*> open;
   std::set<std::string> units;
   for (auto& op : p.ops)
@@ -26,7 +29,9 @@ void completeAnchors(xalloc::formats::Profile& p, const std::string& build_dir, 
       open.push_back(&op.anchor);
       const std::string ext = std::filesystem::path(op.anchor.file).extension().string();
       if (ext != ".h" && ext != ".hpp" && ext != ".hh" && ext != ".hxx" && ext != ".inl")
-        units.insert(op.anchor.file);
+        units.insert(fs::path(op.anchor.file).is_absolute()
+                         ? op.anchor.file
+                         : (base / op.anchor.file).lexically_normal().string());
     }
   const std::size_t n =
       xalloc::rewriter::resolveAnchors(open, {units.begin(), units.end()}, build_dir, {});
@@ -74,7 +79,7 @@ int runMain(int argc, char** argv) {
   return xalloc::runGuarded("xprof", [&] {
     auto p = xalloc::profiler::profileProgram(r);
     if (!build_dir.empty())
-      completeAnchors(p, build_dir, quiet);
+      completeAnchors(p, build_dir, r.base_dir, quiet);
     xalloc::emitDocument(output, {}, xalloc::formats::toJson(p));
     if (!quiet && !output.empty() && output != "-") {
       std::size_t noncontig = 0, located = 0;

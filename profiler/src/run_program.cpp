@@ -207,15 +207,21 @@ bool isUserSource(const std::string& file) {
 }
 
 std::string functionWithoutParameters(const std::string& d) {
-  int angle = 0;
+  int nest = 0; // inside <...> or a GCC lambda's {lambda(...)#1}
   for (std::size_t i = 0; i < d.size(); ++i) {
-    if (d[i] == '<')
-      ++angle;
-    else if (d[i] == '>' && angle > 0)
-      --angle;
-    else if (d[i] == '(' && angle == 0) {
-      if (i >= 8 && d.compare(i - 8, 8, "operator") == 0 && i + 1 < d.size() && d[i + 1] == ')')
-        continue; // operator()
+    if (d[i] == '<' || d[i] == '{')
+      ++nest;
+    else if ((d[i] == '>' || d[i] == '}') && nest > 0)
+      --nest;
+    else if (d[i] == '(' && nest == 0) {
+      if (d.compare(i, 21, "(anonymous namespace)") == 0) {
+        i += 20;
+        continue;
+      }
+      if (i >= 8 && d.compare(i - 8, 8, "operator") == 0 && i + 1 < d.size() && d[i + 1] == ')') {
+        ++i; // operator()
+        continue;
+      }
       return d.substr(0, i);
     }
   }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <string>
 
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
     loss.backward();
     opt.step();
     if (step % 10 == 0 || step == args.steps - 1)
-      std::cout << "step " << step << "  loss " << loss.item<float>() << "\n";
+      std::cout << "step " << step << "  loss " << std::setprecision(9) << loss.item<float>()
+                << "\n";
   }
 
   torch::NoGradGuard no_grad;

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The C++ path end to end on real programs: `xprof run` profiles an unmodified libtorch program
+# (the tests' mixer, then the MinimalGPT sample), xcost and xsched decide, `xrewrite --cpp`
+# patches a copy of the sources; the patch applies with `git apply`, compiles, gives the same
+# results bit for bit, a second run gives an empty diff, and the anchors survive lines added
+# above the site. Bad input: no program, a missing one, one that fails, one without libtorch.
+source "$(dirname "$0")/lib.sh"
+: "${XALLOC_BUILD:?set by CTest}"
+cd "$WORK"
+RUN=(--iterations 2 --warmup 1 --repeats 7 -q --base-dir "$XALLOC_SOURCE")
+TORCH_FLAGS=(-std=c++17 -isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1)
+LIBS=(-ltorch -ltorch_cpu -lc10)
+git_repo() { git init -q "$1" && git -C "$1" -c user.email=t@t -c user.name=t commit -q --allow-empty -m base; }
+
+# --- the mixer ---------------------------------------------------------------------------------
+xprof run "${RUN[@]}" -p "$XALLOC_BUILD" -o mixer.json -- "$XALLOC_BIN/xalloc-test-mixer" --steps 3 \
+  >mixer.out 2>mixer.err || fail "xprof run: $(cat mixer.err)"
+grep -q '^checksum ' mixer.out || fail "the program's own output is lost: $(cat mixer.out)"
+validate mixer.json || fail "the profile does not validate"
+"$XALLOC_PYTHON" - mixer.json <<'PY' || fail "mixer profile"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["model"]["format"] == "libtorch-program", p["model"]
+ops = {o["id"]: o for o in p["ops"]}
+perm = [o for o in p["ops"] if o["kind"] == "aten::permute"]
+assert len(perm) == 1, [o["kind"] for o in p["ops"]]
+a = perm[0]["anchor"]
+assert a["file"] == "tests/programs/mixer.cpp" and a["function"].endswith("mix"), a
+assert a["expr"] == "x.permute({2,0,1})" and a["ordinal"] == 0 and a["line"] == 15, a
+assert perm[0]["source"]["text"].startswith("auto channels = x.permute"), perm[0]["source"]
+rec = [r for r in p["records"] if r.get("producer_op") == perm[0]["id"]][0]
+assert not rec["contiguous"] and rec["sizes"] == [128, 16, 256], rec
+kinds = sorted(ops[c["op_id"]]["kind"] for c in rec["consumers"])
+assert kinds == ["aten::_softmax", "aten::log_softmax", "aten::matmul"] or \
+       kinds == ["aten::log_softmax", "aten::matmul", "aten::softmax"], kinds
+assert all(c["measured"] and c["identical_output"] for c in rec["consumers"]), rec["consumers"]
+# Ops libtorch runs inside another op, and the program's main, are not call sites of their own.
+assert not any(o["kind"] == "aten::copy_" for o in p["ops"]), "nested op recorded"
+assert any(t["source"] == "model" for t in p["conversion_cost_table"])
+PY
+xcost mixer.json -o cost.json
+xsched --profile mixer.json --cost cost.json -o schedule.json
+"$XALLOC_PYTHON" - schedule.json <<'PY' || fail "no conversion decided at the permute"
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = [d for d in s["decisions"] if d["anchor"]["expr"] == "x.permute({2,0,1})"]
+assert d and d[0]["action"] in ("sync", "async"), [(d["anchor"]["expr"], d["action"], d.get("reason")) for d in s["decisions"]]
+PY
+git_repo repo
+mkdir -p repo/tests/programs && cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" repo/tests/programs/
+(cd "$XALLOC_SOURCE" && xrewrite -s "$WORK/schedule.json" -p "$XALLOC_BUILD" --cpp tests/programs/mixer.cpp -q) \
+  >mixer.diff || fail "xrewrite on the mixer"
+grep -q '^+  auto channels = x.permute({2, 0, 1}).contiguous();$' mixer.diff || fail "not converted: $(cat mixer.diff)"
+(cd repo && git apply ../mixer.diff) || fail "git apply refuses the patch"
+g++ -O1 "${TORCH_FLAGS[@]}" repo/tests/programs/mixer.cpp -o mixer-patched "${LIBS[@]}" ||
+  fail "the patched mixer does not compile"
+"$XALLOC_BIN/xalloc-test-mixer" --steps 3 >before.txt
+./mixer-patched --steps 3 >after.txt
+cmp -s before.txt after.txt || fail "results changed: $(cat before.txt) vs $(cat after.txt)"
+(cd repo && xrewrite -s ../schedule.json --cpp tests/programs/mixer.cpp -q -- "${TORCH_FLAGS[@]}") >second.diff
+[[ ! -s second.diff ]] || fail "second run is not empty: $(cat second.diff)"
+# Lines added above the site move it; the anchor (function, text, ordinal) still finds it.
+git -C repo checkout -q -- . 2>/dev/null || cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" repo/tests/programs/
+cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" repo/tests/programs/mixer.cpp
+sed -i '1i // A comment added above everything.\n#include <vector>\n' repo/tests/programs/mixer.cpp
+(cd repo && xrewrite -s ../schedule.json --cpp tests/programs/mixer.cpp --in-place -q -- "${TORCH_FLAGS[@]}")
+grep -n 'auto channels = x.permute({2, 0, 1}).contiguous();' repo/tests/programs/mixer.cpp | grep -q '^18:' ||
+  fail "the moved site was not found: $(grep -n permute repo/tests/programs/mixer.cpp)"
+
+# --- MinimalGPT: trains to the same loss after the rewrite ---------------------------------------
+xprof run "${RUN[@]}" -p "$XALLOC_BUILD" -o gpt.json -- "$XALLOC_BIN/minigpt_cpp" --steps 3 --eval-iters 1 \
+  >/dev/null 2>gpt.err || fail "xprof run minigpt_cpp: $(cat gpt.err)"
+xcost gpt.json | xsched -o gpt-schedule.json
+(cd "$XALLOC_SOURCE" && xrewrite -s "$WORK/gpt-schedule.json" -p "$XALLOC_BUILD" \
+  --cpp samples/minigpt_cpp/main.cpp -q) >gpt.diff || fail "xrewrite on minigpt_cpp"
+git_repo gpt
+mkdir -p gpt/samples && cp -r "$XALLOC_SOURCE/samples/minigpt_cpp" gpt/samples/
+(cd gpt && git apply ../gpt.diff) || fail "git apply refuses the minigpt patch"
+g++ -O2 "${TORCH_FLAGS[@]}" gpt/samples/minigpt_cpp/main.cpp -o gpt-patched "${LIBS[@]}" ||
+  fail "the patched minigpt does not compile"
+"$XALLOC_BIN/minigpt_cpp" --steps 12 --eval-iters 0 >loss-before.txt
+./gpt-patched --steps 12 --eval-iters 0 >loss-after.txt
+cmp -s loss-before.txt loss-after.txt || fail "the loss changed: $(paste loss-before.txt loss-after.txt)"
+(cd gpt && xrewrite -s ../gpt-schedule.json --cpp samples/minigpt_cpp/main.cpp --check -q -- "${TORCH_FLAGS[@]}") ||
+  fail "minigpt: a second run still has changes"
+
+# --- bad input ----------------------------------------------------------------------------------
+expect_error 2 'error: run: no program' -- xprof run -o x.json
+expect_error 2 '^nothere: error: cannot run: no such executable file' -- xprof run -o x.json -- nothere
+expect_error 2 'xalloc-test-mixer: error: exited with status 3; no profile written' -- \
+  xprof run -o x.json -- "$XALLOC_BIN/xalloc-test-mixer" --fail
+expect_error 2 "error: no op was called from the program's own code" -- xprof run -o x.json -- /bin/true
+[[ ! -e x.json ]] || fail "a failed run wrote a profile"
+echo "cli.program: ok"
