@@ -15,7 +15,7 @@ NAME       := $(basename $(notdir $(MODEL)))
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure build samples profile rewrite test bench format clean
+.PHONY: help deps configure build samples profile rewrite rewrite-cpp test bench format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -45,6 +45,13 @@ profile: build ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/sch
 
 rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
 	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
+
+rewrite-cpp: build ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
+	@mkdir -p $(OUT)
+	$(BIN)/xprof run -p $(BUILD_DIR) -o $(OUT)/minigpt_cpp.profile.json -- $(BIN)/minigpt_cpp --steps 5
+	$(BIN)/xcost $(OUT)/minigpt_cpp.profile.json -o $(OUT)/minigpt_cpp.cost.json
+	$(BIN)/xsched --profile $(OUT)/minigpt_cpp.profile.json --cost $(OUT)/minigpt_cpp.cost.json -o $(OUT)/minigpt_cpp.schedule.json --explain
+	$(BIN)/xrewrite -s $(OUT)/minigpt_cpp.schedule.json -p $(BUILD_DIR) --cpp samples/minigpt_cpp/main.cpp
 
 test: build ## build and run the test suite
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -71,6 +71,9 @@ xbench-sched
 echo "== end to end: xsched's plan (portable, fast) against contiguous-everywhere and strip-all"
 OUT="$OUT" RUNS="$RUNS" BIN="$BIN" SAMPLES="$SAMPLES" bash "$(dirname "$0")/policies.sh"
 
+echo "== the C++ path: xprof run on minigpt_cpp, xrewrite --cpp against clang-tidy"
+OUT="$OUT" BIN="$BIN" BUILD="$(dirname "$BIN")" bash "$(dirname "$0")/cpp_path.sh"
+
 echo "== the async runtime's conversion kernel against ATen and a plain copy"
 xbench-kernel
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages x-allocator needs. Idempotent and quiet when everything is present.
 # Used by `make deps` (and so by every build) and by .ci/run. glpk-utils and coinor-cbc are
-# only used by the tests, to check the scheduler's exact solver against an ILP solver.
+# only used by the tests, to check the scheduler's exact solver against an ILP solver;
+# clang-tidy-14 only by `make bench` (xrewrite's speed is compared with it).
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ccache git clang-format
   libtorch-dev python3-torch
-  libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14
+  libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14 clang-tidy-14
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
   pybind11-dev python3-dev

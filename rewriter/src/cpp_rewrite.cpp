@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <unistd.h>
 
 #include <clang/AST/ASTContext.h>
@@ -238,6 +239,9 @@ public:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<Candidate>> by_key_;
   /// Text of every file collected from, by canonical path.
   std::map<std::string, std::string> contents_;
+  /// The parent of every statement in the functions collected from (an initializer's parent is
+  /// its variable).
+  std::unordered_map<const Stmt*, DynTypedNode> parents_;
 
 private:
   // The canonical path of a file to collect from, or nullptr.
@@ -262,11 +266,24 @@ private:
     const std::string saved_name = function_name_;
     function_ = f;
     function_name_ = f->getQualifiedNameAsString();
+    mapParents(f->getBody());
     RecursiveASTVisitor::TraverseStmt(f->getBody());
     function_ = saved;
     function_name_ = saved_name;
     return true;
   }
+  void mapParents(const Stmt* s) {
+    for (const Stmt* child : s->children())
+      if (child) {
+        parents_[child] = DynTypedNode::create(*s);
+        mapParents(child);
+      }
+    if (const auto* decls = dyn_cast<DeclStmt>(s))
+      for (const Decl* d : decls->decls())
+        if (const auto* var = dyn_cast<VarDecl>(d); var && var->getInit())
+          parents_[var->getInit()] = DynTypedNode::create(*var);
+  }
+
   ASTContext& ctx_;
   SourceManager& sm_;
   std::function<bool(const std::string&)> wanted_;
@@ -357,6 +374,7 @@ public:
       return false;
     };
     Collector c(ctx, wanted);
+    collector_ = &c;
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
       if (s_.decisions[i].action == formats::Action::None || handled_.count(i))
@@ -481,15 +499,9 @@ private:
                const std::string& file) {
     // Already converted: the expression is the object of a `.contiguous()` call.
     const Expr* e = c.expr;
-    DynTypedNodeList parents = ctx.getParents(*e);
-    while (!parents.empty()) {
-      const auto* p = parents[0].get<Expr>();
-      if (!p)
-        break;
-      if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(p)) {
-        parents = ctx.getParents(*p);
+    for (const Expr* p = up(e).get<Expr>(); p; p = up(p).get<Expr>()) {
+      if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(p))
         continue;
-      }
       if (const auto* member = dyn_cast<MemberExpr>(p))
         if (member->getMemberDecl()->getNameAsString() == "contiguous") {
           note(d.anchor, file, "already converted: `" + d.anchor.expr + ".contiguous()`", false);
@@ -505,13 +517,10 @@ private:
     }
     // Already parenthesised, `(a + b)`: the conversion goes after the closing parenthesis.
     const ParenExpr* paren = nullptr;
-    for (DynTypedNodeList up = ctx.getParents(*e); !up.empty();) {
-      const auto* p = up[0].get<Expr>();
-      if (p && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr>(p)) {
-        up = ctx.getParents(*p);
+    for (const Expr* p = up(e).get<Expr>(); p; p = up(p).get<Expr>()) {
+      if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr>(p))
         continue;
-      }
-      paren = p ? dyn_cast<ParenExpr>(p) : nullptr;
+      paren = dyn_cast<ParenExpr>(p);
       break;
     }
     SourceManager& sm = ctx.getSourceManager();
@@ -531,25 +540,28 @@ private:
   }
 
   // Walks up from `e` through implicit nodes; returns the first explicit parent node.
-  static DynTypedNode explicitParent(ASTContext& ctx, const Expr* e) {
-    DynTypedNodeList up = ctx.getParents(*e);
-    while (!up.empty()) {
-      const auto* p = up[0].get<Expr>();
-      if (p &&
-          (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ExprWithCleanups>(
-               p) ||
-           (isa<CXXConstructExpr>(p) && cast<CXXConstructExpr>(p)->getNumArgs() == 1))) {
-        up = ctx.getParents(*p);
-        continue;
-      }
-      return up[0];
+  DynTypedNode explicitParent(const Expr* e) const {
+    DynTypedNode node = up(e);
+    while (const auto* p = node.get<Expr>()) {
+      if (!isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ExprWithCleanups>(
+              p) &&
+          !(isa<CXXConstructExpr>(p) && cast<CXXConstructExpr>(p)->getNumArgs() == 1))
+        break;
+      node = up(p);
     }
-    return DynTypedNode();
+    return node;
+  }
+
+  // The node above `s` in the function being edited (ParentMapContext would map the whole
+  // translation unit, libtorch's headers included: a second or more per file).
+  DynTypedNode up(const Stmt* s) const {
+    auto it = collector_->parents_.find(s);
+    return it == collector_->parents_.end() ? DynTypedNode() : it->second;
   }
 
   void convertAsync(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
                     const std::string& file, const std::string& content) {
-    const DynTypedNode parent = explicitParent(ctx, c.expr);
+    const DynTypedNode parent = explicitParent(c.expr);
     if (const auto* call = parent.get<CallExpr>())
       if (const FunctionDecl* callee = call->getDirectCallee();
           callee && callee->getNameAsString() == "contiguousAsync") {
@@ -624,6 +636,7 @@ private:
   }
 
   const formats::Schedule& s_;
+  const Collector* collector_ = nullptr; // of the translation unit being edited
   CppRewrite& out_;
   bool async_calls_;
   std::set<std::size_t> handled_;
