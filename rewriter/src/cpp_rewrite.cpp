@@ -11,8 +11,8 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 #include <unistd.h>
+#include <unordered_map>
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/ExprCXX.h>

@@ -58,6 +58,15 @@ expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.
 echo 'int main( {' >broken.cpp
 expect_error 2 '^broken\.cpp: error: cannot parse: .*broken\.cpp:1:' -- xrewrite -s schedule.json --cpp broken.cpp "${FLAGS[@]}"
 
+# No compilation database where -p points, and a schedule made for other sources; neither
+# touches the file.
+cp input.cpp untouched.cpp
+expect_error 2 '^nobuild: error: no compilation database' -- xrewrite -s schedule.json -p nobuild --cpp input.cpp --in-place
+sed 's#"input.cpp"#"elsewhere/model.cpp"#' schedule.json >other-schedule.json
+expect_error 2 '^other-schedule\.json: error: the schedule is for other sources: it names elsewhere/model\.cpp, none of which' -- \
+  xrewrite -s other-schedule.json --cpp input.cpp --in-place "${FLAGS[@]}"
+cmp -s input.cpp untouched.cpp || fail "a failed run touched the source"
+
 # Real libtorch headers (the flags Debian's libtorch needs).
 TORCH=(-- -std=c++17 -I/usr/include/torch/csrc/api/include)
 xrewrite -s real-schedule.json --cpp real.cpp --in-place -q "${TORCH[@]}" 2>real.err ||
