@@ -757,9 +757,11 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   g_recorder->end(fn, ctx);
 }
 
+pid_t g_pid = 0;
+
 void finish() {
-  if (!g_recorder)
-    return;
+  if (!g_recorder || ::getpid() != g_pid)
+    return; // a forked child exits: the profile is its parent's
   at::removeCallback(g_handle);
   g_recorder->write();
 }
@@ -770,6 +772,24 @@ __attribute__((constructor)) void install() {
     return;
   r->setCores(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
   g_recorder = r;
+  g_pid = ::getpid();
+  // Programs this one starts are not profiled (nor write over our profile).
+  ::unsetenv("XPROF_HOOK_OUT");
+  if (const char* preload = std::getenv("LD_PRELOAD")) {
+    std::string rest, item;
+    for (const char* p = preload;; ++p) {
+      if (*p == ':' || *p == ' ' || *p == '\0') {
+        if (!item.empty() && item.find("libxprof_hook") == std::string::npos)
+          rest += (rest.empty() ? "" : ":") + item;
+        item.clear();
+        if (!*p)
+          break;
+      } else {
+        item += *p;
+      }
+    }
+    ::setenv("LD_PRELOAD", rest.c_str(), 1);
+  }
   g_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(onStart, onEnd)
           .needsInputs(true)

@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
   CLI::App app{"xprof: profile a TorchScript model: each tensor's layout and consumers, per-op "
                "times, and what .contiguous() costs and saves, measured.",
                "xprof"};
+  app.footer("A libtorch program instead: xprof run [options] -- ./prog args... (xprof run "
+             "--help)");
   app.add_option("model", p.model, "TorchScript model file (torch.jit.save)")->required();
   app.add_option("-o,--output", o.output, "write profile.json here (default: stdout)");
   app.add_option("--method", p.method, "method to profile")->capture_default_str();

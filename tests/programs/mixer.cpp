@@ -1,5 +1,5 @@
 // A libtorch program the tests profile with `xprof run` and patch with `xrewrite`: a token mixer
-// whose permuted activations feed three consumers that each copy them again, so converting the
+// whose permuted activations feed four consumers that each copy them again, so converting the
 // permuted view once is clearly worth it; plus a conversion in front of a matrix product.
 // Prints a checksum of every step's result, exact to the last bit, for comparing builds.
 #include <cstdint>
@@ -16,9 +16,10 @@ torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& w, const torch::T
   auto probs = channels.softmax(-1);
   auto logp = channels.log_softmax(-1);
   auto mixed = torch::matmul(channels, w);
+  auto gated = torch::matmul(channels, v.narrow(1, 0, 256));
   auto vc = v.t().contiguous();
   auto proj = torch::mm(vc, w);
-  return probs.sum() + logp.sum() + mixed.sum() + proj.sum();
+  return probs.sum() + logp.sum() + mixed.sum() + gated.sum() + proj.sum();
 }
 
 } // namespace
