@@ -38,9 +38,9 @@
 #include <nlohmann/json.hpp>
 
 #include "xalloc/formats/profile.h"
+#include "xalloc/profiler/consumers.h"
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/measure.h"
-#include "xalloc/profiler/value_compare.h"
 
 namespace {
 
@@ -675,43 +675,13 @@ private:
       return s;
     };
     try {
-      torch::jit::Stack out_a;
-      try {
-        out_a = run(as_is);
-      } catch (const std::exception&) {
-        c.note = "failed when re-run in isolation";
-        throw;
-      }
-      torch::jit::Stack out_b;
-      try {
-        out_b = run(swapped);
-      } catch (const std::exception&) {
-        if (to_contiguous) {
-          c.note = "failed with a contiguous input";
-        } else {
-          c.accepts_noncontiguous = false;
-          c.note = "refuses a non-contiguous input";
-        }
-        throw;
-      }
-      c.identical_output = prof::bitwiseEqual(out_a, out_b);
-      c.same_output_layout = prof::sameLayout(out_a, out_b);
-      const auto m = prof::timeInterleaved([&] { (void)run(as_is); }, [&] { (void)run(swapped); },
-                                           warmup_, repeats_);
-      c.measured = true;
-      c.noisy = prof::isNoisy(m.a) || prof::isNoisy(m.b);
-      c.time_as_is_ms = m.a.median_ms;
-      c.time_as_is_spread_ms = m.a.iqr_ms;
-      c.delta_ms = m.delta.median_ms;
-      c.delta_spread_ms = m.delta.iqr_ms;
-      if (to_contiguous) {
-        c.time_contiguous_ms = m.b.median_ms;
-        c.time_contiguous_spread_ms = m.b.iqr_ms;
-      } else {
-        c.time_noncontiguous_ms = m.b.median_ms;
-        c.time_noncontiguous_spread_ms = m.b.iqr_ms;
-      }
+      if (prof::compareLayouts([&](bool swap) { return run(swap ? swapped : as_is); },
+                               to_contiguous, c))
+        prof::setTimings(prof::timeInterleaved([&] { (void)run(as_is); },
+                                               [&] { (void)run(swapped); }, warmup_, repeats_),
+                         to_contiguous, c);
     } catch (const std::exception&) {
+      c.note = "failed when timed";
     }
     {
       std::lock_guard<std::mutex> g(gen.mutex());

@@ -110,27 +110,10 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   std::string swap_at;
   const torch::jit::Stack as_is = stackWith(value, nullptr);
   const torch::jit::Stack swapped = stackWith(other, &swap_at);
-  std::vector<c10::IValue> out_a, out_b;
-  try {
-    out_a = runner.runOp(reader, as_is);
-  } catch (const std::exception&) {
-    c.note = "failed when re-run in isolation";
+  if (!compareLayouts([&](bool swap) { return runner.runOp(reader, swap ? swapped : as_is); },
+                      to_contiguous, c))
     return;
-  }
-  try {
-    out_b = runner.runOp(reader, swapped);
-  } catch (const std::exception&) {
-    if (to_contiguous) {
-      c.note = "failed with a contiguous input";
-    } else {
-      c.accepts_noncontiguous = false;
-      c.note = "refuses a non-contiguous input";
-    }
-    return;
-  }
   // Correctness is checked on every run; only the timings come from the database.
-  c.identical_output = bitwiseEqual(out_a, out_b);
-  c.same_output_layout = sameLayout(out_a, out_b);
   const std::string key = "consumer|" + opSignature(reader, as_is) + "|swap:" + swap_at + "|" +
                           layoutSignature(other) + repeatsTag(ctx.warmup, ctx.repeats);
   auto hit = ctx.db ? ctx.db->getAll({key + "|a", key + "|b", key + "|d"}) : std::nullopt;
@@ -146,21 +129,48 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
       ctx.db->put(key + "|d", {m.delta, 0});
     }
   }
-  const TimingStats& a = m.a;
-  const TimingStats& b = m.b;
+  setTimings(m, to_contiguous, c);
+  c.note = via;
+}
+
+bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& run,
+                    bool to_contiguous, formats::ConsumerTiming& c) {
+  std::vector<c10::IValue> out_a, out_b;
+  try {
+    out_a = run(false);
+  } catch (const std::exception&) {
+    c.note = "failed when re-run in isolation";
+    return false;
+  }
+  try {
+    out_b = run(true);
+  } catch (const std::exception&) {
+    if (to_contiguous) {
+      c.note = "failed with a contiguous input";
+    } else {
+      c.accepts_noncontiguous = false;
+      c.note = "refuses a non-contiguous input";
+    }
+    return false;
+  }
+  c.identical_output = bitwiseEqual(out_a, out_b);
+  c.same_output_layout = sameLayout(out_a, out_b);
+  return true;
+}
+
+void setTimings(const PairedTiming& m, bool to_contiguous, formats::ConsumerTiming& c) {
   c.delta_ms = m.delta.median_ms;
   c.delta_spread_ms = m.delta.iqr_ms;
   c.measured = true;
-  c.noisy = isNoisy(a) || isNoisy(b);
-  c.note = via;
-  c.time_as_is_ms = a.median_ms;
-  c.time_as_is_spread_ms = a.iqr_ms;
+  c.noisy = isNoisy(m.a) || isNoisy(m.b);
+  c.time_as_is_ms = m.a.median_ms;
+  c.time_as_is_spread_ms = m.a.iqr_ms;
   if (to_contiguous) {
-    c.time_contiguous_ms = b.median_ms;
-    c.time_contiguous_spread_ms = b.iqr_ms;
+    c.time_contiguous_ms = m.b.median_ms;
+    c.time_contiguous_spread_ms = m.b.iqr_ms;
   } else {
-    c.time_noncontiguous_ms = b.median_ms;
-    c.time_noncontiguous_spread_ms = b.iqr_ms;
+    c.time_noncontiguous_ms = m.b.median_ms;
+    c.time_noncontiguous_spread_ms = m.b.iqr_ms;
   }
 }
 

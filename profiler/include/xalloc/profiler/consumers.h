@@ -2,10 +2,14 @@
 // captured inputs, with the value as it is and with the other layout (xprof's consumer timings).
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 #include "xalloc/formats/profile.h"
 #include "xalloc/profiler/graph_runner.h"
+#include "xalloc/profiler/measure.h"
 
 namespace xalloc::profiler {
 
@@ -30,5 +34,14 @@ struct ConsumerContext {
 /// measured through the one op that reads it, with `v` swapped inside the list.
 void measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
                      const at::Tensor& other, bool to_contiguous, formats::ConsumerTiming& c);
+
+/// Runs a consumer once as it is (`run(false)`) and once with the other layout (`run(true)`)
+/// and records whether the outputs agree. False, with `c.note` saying why, when a run throws
+/// (the other layout refused: `accepts_noncontiguous` is false for a conversion's source).
+bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& run,
+                    bool to_contiguous, formats::ConsumerTiming& c);
+
+/// Fills `c`'s timings from interleaved runs as-is (a) and with the other layout (b).
+void setTimings(const PairedTiming& m, bool to_contiguous, formats::ConsumerTiming& c);
 
 } // namespace xalloc::profiler
