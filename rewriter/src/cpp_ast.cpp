@@ -1,0 +1,201 @@
+// The Clang side shared by xrewrite --cpp and xprof run -p (cpp_ast.h). Compiled without RTTI.
+#include "cpp_ast.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+namespace xalloc::rewriter::ast {
+
+namespace fs = std::filesystem;
+
+std::string normalise(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    // Keep one space only between two identifier characters ("return x", not "a + b").
+    if (space && !out.empty() &&
+        (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_') &&
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? path : p.string();
+}
+
+// The anchor's file names this source: the same path, or a suffix of it ("samples/x.cpp").
+bool sameFile(const std::string& anchor_file, const std::string& source) {
+  if (anchor_file.empty())
+    return false;
+  const std::string a = canonical(anchor_file);
+  if (a == source)
+    return true;
+  return source.size() > anchor_file.size() &&
+         source.compare(source.size() - anchor_file.size(), anchor_file.size(), anchor_file) == 0 &&
+         source[source.size() - anchor_file.size() - 1] == '/';
+}
+
+bool isTensorType(QualType t) {
+  t = t.getNonReferenceType().getCanonicalType();
+  const auto* rd = t->getAsCXXRecordDecl();
+  if (!rd)
+    return false;
+  const std::string name = rd->getQualifiedNameAsString();
+  return name == "at::Tensor" || name == "at::TensorBase";
+}
+
+// Implicit wrappers share their child's source range; the semantic expression is beneath.
+const Expr* semantic(const Expr* e) {
+  while (true) {
+    if (const auto* c = dyn_cast<CXXConstructExpr>(e);
+        c && c->getNumArgs() == 1 && c->getSourceRange() == c->getArg(0)->getSourceRange()) {
+      e = c->getArg(0);
+      continue;
+    }
+    const Expr* inner = e->IgnoreImplicit();
+    if (inner == e)
+      return e;
+    e = inner;
+  }
+}
+
+bool isContiguousCall(const Expr* e) {
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  if (!call || !call->getMethodDecl() || call->getMethodDecl()->getNameAsString() != "contiguous")
+    return false;
+  for (unsigned i = 0; i < call->getNumArgs(); ++i)
+    if (!isa<CXXDefaultArgExpr>(call->getArg(i)))
+      return false; // an explicit memory format: not a plain conversion
+  return true;
+}
+
+// Binary and other non-postfix expressions need parentheses before `.contiguous()`.
+bool isPostfix(const Expr* e) {
+  e = semantic(e);
+  if (isa<DeclRefExpr, MemberExpr, ParenExpr, ArraySubscriptExpr, CXXMemberCallExpr, CXXThisExpr>(
+          e))
+    return true;
+  if (const auto* op = dyn_cast<CXXOperatorCallExpr>(e))
+    return op->getOperator() == OO_Call || op->getOperator() == OO_Subscript;
+  return isa<CallExpr>(e);
+}
+
+// What a call is called, in aten's words where it is an operator: `a + b` -> "add".
+std::string calleeName(const Expr* e) {
+  if (const auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
+    const bool unary = op->getNumArgs() == 1;
+    switch (op->getOperator()) {
+    case OO_Plus:
+      return unary ? "positive" : "add";
+    case OO_Minus:
+      return unary ? "neg" : "sub";
+    case OO_Star:
+      return "mul";
+    case OO_Slash:
+      return "div";
+    case OO_Percent:
+      return "remainder";
+    case OO_EqualEqual:
+      return "eq";
+    case OO_ExclaimEqual:
+      return "ne";
+    case OO_Less:
+      return "lt";
+    case OO_Greater:
+      return "gt";
+    case OO_LessEqual:
+      return "le";
+    case OO_GreaterEqual:
+      return "ge";
+    case OO_Amp:
+      return "bitwise_and";
+    case OO_Pipe:
+      return "bitwise_or";
+    case OO_Caret:
+      return "bitwise_xor";
+    case OO_Tilde:
+      return "bitwise_not";
+    case OO_PlusEqual:
+      return "add_";
+    case OO_MinusEqual:
+      return "sub_";
+    case OO_StarEqual:
+      return "mul_";
+    case OO_SlashEqual:
+      return "div_";
+    case OO_Subscript:
+      return "select";
+    default:
+      return "";
+    }
+  }
+  if (const auto* call = dyn_cast<CallExpr>(e))
+    if (const FunctionDecl* f = call->getDirectCallee())
+      return f->getNameAsString();
+  return "";
+}
+
+// Whether a call by that name runs the op: "transpose" runs aten::transpose.
+bool runsOp(const std::string& callee, const std::string& op) {
+  if (callee.empty())
+    return false;
+  const std::size_t colon = op.rfind("::");
+  const std::string name = colon == std::string::npos ? op : op.substr(colon + 2);
+  return callee == name;
+}
+
+// Whether the enclosing-function names agree: "forward" matches "Model::forward".
+bool sameFunction(const std::string& anchor, const std::string& qualified) {
+  if (anchor == qualified)
+    return true;
+  return qualified.size() > anchor.size() &&
+         qualified.compare(qualified.size() - anchor.size(), anchor.size(), anchor) == 0 &&
+         qualified[qualified.size() - anchor.size() - 1] == ':';
+}
+
+std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t col) {
+  std::size_t off = 0;
+  for (std::int64_t l = 1; l < line && off < content.size(); ++l) {
+    const std::size_t nl = content.find('\n', off);
+    off = nl == std::string::npos ? content.size() : nl + 1;
+  }
+  return off + static_cast<std::size_t>(std::max<std::int64_t>(col - 1, 0));
+}
+
+// A position may be shared (GCC puts `a + f(b)` at its last `)`, which ends `f(b)` too): a call
+// named like the op wins over a smaller one that is not, and the anchor's function over others.
+Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
+                     const formats::Anchor& a) {
+  const std::size_t off = offsetOf(content, a.line, a.col);
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool by_function = pass % 2 == 0 && !a.function.empty();
+    const bool by_name = pass < 2 && !a.op.empty();
+    Found best;
+    for (const auto& [key, list] : c.by_key_) {
+      if (std::get<0>(key) != file || (by_function && !sameFunction(a.function, std::get<1>(key))))
+        continue;
+      for (const auto& cand : list)
+        if (cand.call && cand.begin <= off && off < cand.end &&
+            (!by_name || runsOp(cand.callee, a.op)) &&
+            (!best.candidate ||
+             cand.end - cand.begin < best.candidate->end - best.candidate->begin))
+          best = {&cand, &std::get<1>(key), &std::get<2>(key)};
+    }
+    if (best.candidate)
+      return best;
+  }
+  return {};
+}
+
+} // namespace xalloc::rewriter::ast

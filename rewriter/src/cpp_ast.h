@@ -1,0 +1,173 @@
+// The Clang side of xrewrite --cpp and xprof run -p: every expression of type at::Tensor in the
+// functions of the files a schedule names, and the searches that match anchors to them (by
+// text, by position). Internal to the rewriter; compiled without RTTI, like LLVM.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/ParentMapContext.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Lex/Lexer.h>
+
+#include "xalloc/formats/common.h"
+
+namespace xalloc::rewriter::ast {
+
+using namespace clang;
+
+/// Whitespace-normalised source text: one space only between two identifier characters.
+std::string normalise(const std::string& text);
+/// An absolute, canonical path (as given when that fails).
+std::string canonical(const std::string& path);
+/// The anchor's file names this source: the same path, or a suffix of it ("samples/x.cpp").
+bool sameFile(const std::string& anchor_file, const std::string& source);
+/// at::Tensor or at::TensorBase (also through torch:: aliases and references).
+bool isTensorType(QualType t);
+/// The semantic expression beneath implicit wrappers that share its source range.
+const Expr* semantic(const Expr* e);
+/// A plain `.contiguous()` call (no explicit memory format).
+bool isContiguousCall(const Expr* e);
+/// Postfix expressions take `.contiguous()` without parentheses.
+bool isPostfix(const Expr* e);
+/// What a call is called, in aten's words where it is an operator: `a + b` -> "add".
+std::string calleeName(const Expr* e);
+/// Whether a call by that name runs the op: "transpose" runs aten::transpose.
+bool runsOp(const std::string& callee, const std::string& op);
+/// Whether the enclosing-function names agree: "forward" matches "Model::forward".
+bool sameFunction(const std::string& anchor, const std::string& qualified);
+
+struct Candidate {
+  const Expr* expr;
+  std::string file;    // canonical path of the file the expression is written in
+  unsigned begin, end; // file offsets of the expression's text
+  bool macro;
+  bool dependent;     // inside a template: the type is not known
+  bool call;          // a call (function, method or operator): what a profiled op site can be
+  std::string callee; // the called function's name; an operator's aten name ("add" for +)
+};
+
+// Collects every expression of type at::Tensor, per enclosing function, in the files the
+// schedule names: the main file and the user headers it includes (never system headers).
+class Collector : public RecursiveASTVisitor<Collector> {
+public:
+  Collector(ASTContext& ctx, std::function<bool(const std::string&)> wanted)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), wanted_(std::move(wanted)) {}
+
+  bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
+  bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
+  bool TraverseCXXConstructorDecl(CXXConstructorDecl* f) { return traverseFunction(f); }
+
+  bool VisitExpr(Expr* e) {
+    if (!function_ || e != semantic(e))
+      return true;
+    const SourceRange range = e->getSourceRange();
+    if (range.isInvalid())
+      return true;
+    const bool macro = range.getBegin().isMacroID() || range.getEnd().isMacroID();
+    const SourceLocation begin = sm_.getFileLoc(range.getBegin());
+    const std::string* file = target(sm_.getFileID(begin));
+    if (!file)
+      return true;
+    const bool dependent = e->isTypeDependent();
+    if (!dependent && !isTensorType(e->getType()))
+      return true;
+    // A macro's expansion range covers its whole invocation, `TRANSPOSED(a)`.
+    const CharSourceRange chars = sm_.getExpansionRange(range);
+    const std::string text = normalise(Lexer::getSourceText(chars, sm_, ctx_.getLangOpts()).str());
+    if (text.empty())
+      return true;
+    const unsigned b = sm_.getFileOffset(chars.getBegin());
+    const unsigned end = chars.isTokenRange() ? sm_.getFileOffset(Lexer::getLocForEndOfToken(
+                                                    chars.getEnd(), 0, sm_, ctx_.getLangOpts()))
+                                              : sm_.getFileOffset(chars.getEnd());
+    auto& list = by_key_[{*file, function_name_, text}];
+    for (const auto& c : list)
+      if (c.begin == b && c.end == end)
+        return true; // the same text twice (a wrapper we did not recognise)
+    list.push_back({e, *file, b, end, macro, dependent, isa<CallExpr>(e), calleeName(e)});
+    return true;
+  }
+
+  /// (file, function, text) -> the expressions, in source order per key.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Candidate>> by_key_;
+  /// Text of every file collected from, by canonical path.
+  std::map<std::string, std::string> contents_;
+  /// The parent of every statement in the functions collected from (an initializer's parent is
+  /// its variable).
+  std::unordered_map<const Stmt*, DynTypedNode> parents_;
+
+private:
+  // The canonical path of a file to collect from, or nullptr.
+  const std::string* target(FileID id) {
+    auto it = targets_.find(id);
+    if (it != targets_.end())
+      return it->second ? &*it->second : nullptr;
+    std::optional<std::string> path;
+    const FileEntry* fe = sm_.getFileEntryForID(id);
+    if (fe && (id == sm_.getMainFileID() || (!sm_.isInSystemHeader(sm_.getLocForStartOfFile(id)) &&
+                                             wanted_(canonical(fe->getName().str()))))) {
+      path = canonical(fe->getName().str());
+      contents_.emplace(*path, sm_.getBufferData(id).str());
+    }
+    return targets_.emplace(id, std::move(path)).first->second ? &*targets_[id] : nullptr;
+  }
+
+  template <typename F> bool traverseFunction(F* f) {
+    if (!f->hasBody() || !target(sm_.getFileID(sm_.getFileLoc(f->getLocation()))))
+      return true;
+    const FunctionDecl* saved = function_;
+    const std::string saved_name = function_name_;
+    function_ = f;
+    function_name_ = f->getQualifiedNameAsString();
+    mapParents(f->getBody());
+    RecursiveASTVisitor::TraverseStmt(f->getBody());
+    function_ = saved;
+    function_name_ = saved_name;
+    return true;
+  }
+  void mapParents(const Stmt* s) {
+    for (const Stmt* child : s->children())
+      if (child) {
+        parents_[child] = DynTypedNode::create(*s);
+        mapParents(child);
+      }
+    if (const auto* decls = dyn_cast<DeclStmt>(s))
+      for (const Decl* d : decls->decls())
+        if (const auto* var = dyn_cast<VarDecl>(d); var && var->getInit())
+          parents_[var->getInit()] = DynTypedNode::create(*var);
+  }
+
+  ASTContext& ctx_;
+  SourceManager& sm_;
+  std::function<bool(const std::string&)> wanted_;
+  std::map<FileID, std::optional<std::string>> targets_;
+  const FunctionDecl* function_ = nullptr;
+  std::string function_name_;
+};
+
+// The smallest call of type at::Tensor whose text covers an anchor's line:col, preferably in
+// the anchor's function: compilers put a call's column on its name, its `(` or its `)`, and
+// each lies inside that call and outside every smaller one.
+struct Found {
+  const Candidate* candidate = nullptr;
+  const std::string* function = nullptr;
+  const std::string* text = nullptr;
+};
+
+/// The file offset of a 1-based line and column.
+std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t col);
+
+/// The smallest call of type at::Tensor whose text covers the anchor's line:col (see the .cpp).
+Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
+                     const formats::Anchor& a);
+
+} // namespace xalloc::rewriter::ast
