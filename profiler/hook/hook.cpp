@@ -151,7 +151,6 @@ struct Site {
 
 struct Value {
   fmt::Record rec;
-  bool conversion_measured = false;
   std::set<std::pair<std::int64_t, std::int64_t>> consumers_seen; // (op id, input index)
 };
 
@@ -164,7 +163,7 @@ struct Ctx : at::ObserverContext {
   Clock::time_point t0;
   double cpu0 = 0;
   Site* site = nullptr;
-  std::uintptr_t user_ip = 0, user_cfa = 0;
+  std::uintptr_t user_cfa = 0; // the innermost user frame's CFA: which call of the program
 };
 
 thread_local int tl_depth = 0;
@@ -180,8 +179,7 @@ public:
       : cap_(std::max(1, envInt("XPROF_ITERATIONS", 3))),
         warmup_(std::max(0, envInt("XPROF_WARMUP", 2))),
         repeats_(std::max(3, envInt("XPROF_REPEATS", 15))),
-        consumers_(envInt("XPROF_CONSUMERS", 1) != 0), out_(std::getenv("XPROF_HOOK_OUT")),
-        start_(Clock::now()) {
+        consumers_(envInt("XPROF_CONSUMERS", 1) != 0), out_(std::getenv("XPROF_HOOK_OUT")) {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&envInt), &info) && info.dli_fname)
       hook_path_ = info.dli_fname;
@@ -306,12 +304,10 @@ public:
           const std::int64_t v = produce(t, site, index++);
           if (first)
             site.outputs.push_back(v);
-          Value& val = values_[static_cast<std::size_t>(v)];
-          if (!val.rec.contiguous && !val.conversion_measured && t.numel() > 0) {
-            val.conversion_measured = true;
-            if (converted_keys_.insert(prof::layoutOf(t).key()).second)
-              to_measure.push_back(t);
-          }
+          // Each layout is timed once, the first time a value has it.
+          if (!values_[static_cast<std::size_t>(v)].rec.contiguous && t.numel() > 0 &&
+              converted_keys_.insert(prof::layoutOf(t).key()).second)
+            to_measure.push_back(t);
         });
       if (site.kind == "aten::contiguous" && !fn.inputs().empty() && fn.inputs()[0].isTensor() &&
           !outputs.empty() && outputs[0].isTensor()) {
@@ -693,7 +689,6 @@ private:
   const int cap_, warmup_, repeats_;
   const bool consumers_;
   const std::string out_;
-  const Clock::time_point start_;
   std::string hook_path_;
   int cores_ = 1;
   std::mutex mu_;

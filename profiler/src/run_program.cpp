@@ -172,14 +172,26 @@ std::map<std::uint64_t, std::vector<Symbol>> symbolize(const std::string& symbol
   return result;
 }
 
-std::string sourceLine(const std::string& file, std::int64_t line) {
-  std::ifstream f(file);
-  std::string text;
-  for (std::int64_t i = 0; i < line && std::getline(f, text); ++i) {
+// The text of source lines (trimmed), each file read once.
+class SourceLines {
+public:
+  std::string at(const std::string& file, std::int64_t line) {
+    auto [it, fresh] = files_.try_emplace(file);
+    if (fresh) {
+      std::ifstream f(file);
+      for (std::string text; std::getline(f, text);)
+        it->second.push_back(std::move(text));
+    }
+    if (line < 1 || static_cast<std::size_t>(line) > it->second.size())
+      return {};
+    const std::string& text = it->second[static_cast<std::size_t>(line - 1)];
+    const auto b = text.find_first_not_of(" \t");
+    return b == std::string::npos ? std::string() : text.substr(b);
   }
-  const auto b = text.find_first_not_of(" \t");
-  return b == std::string::npos ? std::string() : text.substr(b);
-}
+
+private:
+  std::map<std::string, std::vector<std::string>> files_;
+};
 
 std::string relativeTo(const std::string& file, const std::string& base) {
   std::error_code ec;
@@ -295,6 +307,7 @@ formats::Profile profileProgram(const RunOptions& o) {
   }
   const std::string base = o.base_dir.empty() ? fs::current_path().string() : o.base_dir;
   std::size_t resolved = 0;
+  SourceLines lines;
   for (const auto& s : hook_doc["stacks"]) {
     formats::Op& op = p.ops[s["op"].get<std::size_t>()];
     const Symbol* site = nullptr;
@@ -318,7 +331,7 @@ formats::Profile profileProgram(const RunOptions& o) {
       continue;
     ++resolved;
     const std::string file = relativeTo(site->file, base);
-    op.source = {file, site->line, site->col, sourceLine(site->file, site->line)};
+    op.source = {file, site->line, site->col, lines.at(site->file, site->line)};
     op.scope = functionWithoutParameters(site->function);
     if (s["shared_call"].get<bool>())
       continue; // several ops came out of one call: the expression's value is only the last
