@@ -13,6 +13,8 @@
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "transpose.h"
+#include "xalloc/runtime/output_alloc.h"
 #include "xalloc/runtime/worker_pool.h"
 
 namespace xalloc::runtime {
@@ -31,18 +33,12 @@ WorkerPool& pool() {
   return *p;
 }
 
-// A batched 2-D transpose of a dense tensor: out[b][i][j] = in[b*bs + i + j*rows], i.e. after
-// merging dimensions the layout is [batch, rows, cols] with strides [rows*cols, 1, rows].
-struct Transpose {
-  std::int64_t batch = 1, rows = 0, cols = 0, batch_stride = 0;
-};
-
 std::optional<Transpose> asTranspose(const at::Tensor& t) {
   if (t.is_contiguous() || !t.device().is_cpu() || t.is_neg() || t.is_conj() || t.numel() < 4096)
     return std::nullopt;
-  // 4- and 8-byte elements: for 1 and 2 bytes ATen's kernel is as fast or faster here.
+  // 2-, 4- and 8-byte elements: for bytes ATen's kernel is as fast here.
   const auto item = t.element_size();
-  if (item != 4 && item != 8)
+  if (item != 2 && item != 4 && item != 8)
     return std::nullopt;
   // Merge neighbours that are contiguous with each other in the source (output order).
   std::vector<std::pair<std::int64_t, std::int64_t>> m; // (size, stride)
@@ -63,40 +59,11 @@ std::optional<Transpose> asTranspose(const at::Tensor& t) {
   }
   if (m.size() != 2)
     return std::nullopt;
-  // A plain 2-D transpose of a 2-D tensor takes ATen's own blocked path (faster than this one
-  // when it fits in cache); the batched ones go to ATen's strided loop, which this beats.
-  if (tr.batch == 1 && t.dim() == 2)
-    return std::nullopt;
   tr.rows = m[0].first;
   tr.cols = m[1].first;
   if (m[0].second != 1 || m[1].second != tr.rows)
     return std::nullopt;
-  if (tr.batch > 1 && tr.batch_stride != tr.rows * tr.cols)
-    return std::nullopt;
   return tr;
-}
-
-// 16x16 tiles, walking the source's rows in the outer loop: a tile's 16 source lines (one per
-// source row) and 16 destination lines stay in L1, and the source pages in use stay few (on
-// this machine, 2x ATen's strided copy on large transposes; see bench/kernel_bench.cpp).
-template <typename T> void transposeKernel(const T* in, T* out, const Transpose& tr) {
-  constexpr std::int64_t kTile = 16;
-  for (std::int64_t b = 0; b < tr.batch; ++b) {
-    const T* src = in + b * tr.batch_stride;
-    T* dst = out + b * tr.rows * tr.cols;
-    for (std::int64_t j0 = 0; j0 < tr.cols; j0 += kTile) {
-      const std::int64_t j1 = std::min(j0 + kTile, tr.cols);
-      for (std::int64_t i0 = 0; i0 < tr.rows; i0 += kTile) {
-        const std::int64_t i1 = std::min(i0 + kTile, tr.rows);
-        for (std::int64_t i = i0; i < i1; ++i) {
-          T* d = dst + i * tr.cols;
-          const T* s = src + i;
-          for (std::int64_t j = j0; j < j1; ++j)
-            d[j] = s[j * tr.rows];
-        }
-      }
-    }
-  }
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
@@ -131,22 +98,25 @@ bool hasFastKernel(const at::Tensor& self) {
 }
 
 at::Tensor contiguousFast(const at::Tensor& self) {
-  auto tr = asTranspose(self);
-  if (!tr)
+  // Dense CPU tensors without lazy negation/conjugation or autograd history get an output of
+  // their own (huge pages when large, see output_alloc.h); anything else is ATen's business.
+  if (self.is_contiguous() || !self.device().is_cpu() || self.layout() != at::kStrided ||
+      self.is_quantized() || self.is_neg() || self.is_conj() || self.requires_grad())
     return self.contiguous();
-  at::Tensor out =
-      at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
-  const void* in = static_cast<const char*>(self.data_ptr());
-  void* o = out.data_ptr();
-  switch (self.element_size()) {
-  case 4:
-    transposeKernel(static_cast<const std::uint32_t*>(in), static_cast<std::uint32_t*>(o), *tr);
-    break;
-  default:
-    transposeKernel(static_cast<const std::uint64_t*>(in), static_cast<std::uint64_t*>(o), *tr);
-    break;
-  }
+  at::Tensor out = emptyOutput(self);
+  contiguousInto(self, out);
   return out;
+}
+
+void contiguousInto(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.is_contiguous() && out.sizes() == self.sizes() &&
+                  out.scalar_type() == self.scalar_type() && out.device() == self.device(),
+              "xalloc: contiguousInto needs a contiguous output of the input's sizes and dtype");
+  auto tr = asTranspose(self);
+  if (tr && !self.requires_grad())
+    transpose(self.data_ptr(), out.data_ptr(), static_cast<std::size_t>(self.element_size()), *tr);
+  else
+    out.copy_(self); // what contiguous() runs, into this output
 }
 
 at::Tensor AsyncHandle::wait() const {

@@ -1,6 +1,6 @@
 // The async conversion runtime: the blocked transpose is bit-identical to ATen on random
-// layouts, conversions in flight keep their inputs alive, many run at once, errors reach the
-// waiter, and the TorchScript op runs in a scripted graph.
+// layouts and on every path of the kernel, conversions in flight keep their inputs alive, many run
+// at once, errors reach the waiter, and the TorchScript op runs in a scripted graph.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -15,6 +15,7 @@
 
 #include "xalloc/runtime/async.h"
 #include "xalloc/runtime/install.h"
+#include "xalloc/runtime/output_alloc.h"
 
 using namespace xalloc::runtime;
 
@@ -47,13 +48,51 @@ TEST(Async, BlockedTransposeMatchesATenBitForBit) {
         << "sizes " << view.sizes() << " strides " << view.strides();
   }
   EXPECT_GT(fast, 20) << "the blocked kernel should cover the batched transposes";
-  // Batched transposes of 4- and 8-byte elements use the blocked kernel; 2-D ones and
-  // narrower types use ATen's.
+  // (Batched) transposes of 2-, 4- and 8-byte elements use the blocked kernel; bytes, other
+  // layouts and small tensors use ATen's.
   EXPECT_TRUE(hasFastKernel(at::zeros({4, 64, 128}).transpose(1, 2)));
   EXPECT_TRUE(hasFastKernel(at::zeros({4, 64, 128}, at::kDouble).transpose(1, 2)));
-  EXPECT_FALSE(hasFastKernel(at::zeros({64, 128}).t()));
-  EXPECT_FALSE(hasFastKernel(at::zeros({4, 64, 128}, at::kHalf).transpose(1, 2)));
+  EXPECT_TRUE(hasFastKernel(at::zeros({4, 64, 128}, at::kHalf).transpose(1, 2)));
+  EXPECT_TRUE(hasFastKernel(at::zeros({64, 128}).t()));
+  EXPECT_FALSE(hasFastKernel(at::zeros({4, 64, 128}, at::kByte).transpose(1, 2)));
+  EXPECT_FALSE(hasFastKernel(at::zeros({8, 8}).t()));
   EXPECT_FALSE(hasFastKernel(at::zeros({64, 128})));
+  EXPECT_FALSE(hasFastKernel(at::zeros({64, 128, 4}).transpose(0, 1)));
+}
+
+// Every path of the kernel on purpose: whole and partial tiles, outputs large enough for
+// streaming stores with rows that are and are not multiples of 16 bytes, batches with a batch
+// stride of their own, a storage offset, and arbitrary bit patterns (NaN payloads included).
+TEST(Async, BlockedTransposeCoversTilesStreamingAndOffsets) {
+  struct Case {
+    c10::ScalarType dtype;
+    std::vector<std::int64_t> shape; // of the contiguous base; the view transposes the last two
+  };
+  const std::vector<Case> cases = {
+      {at::kFloat, {1024, 1024}},   {at::kFloat, {1031, 1027}}, {at::kFloat, {3, 700, 1012}},
+      {at::kDouble, {700, 1024}},   {at::kDouble, {61, 133}},   {at::kHalf, {1500, 1536}},
+      {at::kBFloat16, {67, 129}},   {at::kInt, {2, 2048, 520}}, {at::kLong, {5, 300, 301}},
+      {at::kHalf, {2, 1027, 1029}},
+  };
+  for (const auto& c : cases) {
+    at::Tensor base = at::empty(c.shape, at::TensorOptions().dtype(c.dtype));
+    // Random bytes, so that every bit pattern the dtype can hold may appear.
+    at::Tensor raw = at::randint(0, 256, {static_cast<std::int64_t>(base.nbytes())}, at::kByte);
+    std::memcpy(base.data_ptr(), raw.data_ptr(), static_cast<std::size_t>(base.nbytes()));
+    at::Tensor view = base.transpose(-1, -2);
+    ASSERT_TRUE(hasFastKernel(view)) << c.shape;
+    ASSERT_TRUE(sameBits(contiguousFast(view), view.contiguous())) << c.shape;
+    // A storage offset, and a batch stride that is not rows * cols (every other batch).
+    at::Tensor shifted = base.reshape({-1}).narrow(0, 3, base.numel() - 3);
+    at::Tensor v2 = shifted.narrow(0, 0, (base.numel() - 3) / c.shape.back() * c.shape.back())
+                        .view({-1, c.shape.back()})
+                        .t();
+    ASSERT_TRUE(sameBits(contiguousFast(v2), v2.contiguous())) << c.shape << " offset";
+    if (c.shape.size() == 3 && c.shape[0] > 1) {
+      at::Tensor every_other = base.slice(0, 0, c.shape[0], 2).transpose(1, 2);
+      ASSERT_TRUE(sameBits(contiguousFast(every_other), every_other.contiguous())) << c.shape;
+    }
+  }
 }
 
 TEST(Async, ContiguousInputReturnsAtOnce) {
@@ -113,4 +152,40 @@ graph(%x : Tensor):
   exec.run(stack);
   at::Tensor out = stack.back().toTensor();
   EXPECT_TRUE(sameBits(out, x.t().contiguous()));
+}
+
+// Large outputs are mapped with huge pages asked for; a freed mapping serves the next output of
+// its size (no page faults, no zeroing); an installed graceful allocator allocates every output
+// itself, so its budget and statistics see them.
+TEST(Async, LargeOutputsReuseTheirMappingsUnlessAnAllocatorIsInstalled) {
+  releaseOutputCache();
+  at::Tensor src = at::randn({1024, 1536}); // 6 MiB
+  const std::int64_t mapped = hugePageOutputs();
+  at::Tensor a = contiguousFast(src.t());
+  EXPECT_EQ(hugePageOutputs(), mapped + 1);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data_ptr()) % (2 << 20), 0u);
+  EXPECT_TRUE(sameBits(a, src.t().contiguous()));
+  const void* first = a.data_ptr();
+  a.reset();
+  at::Tensor b = contiguousFast((src + 1).t()); // same size: the cached mapping
+  EXPECT_EQ(b.data_ptr(), first);
+  EXPECT_EQ(hugePageOutputs(), mapped + 1);
+  EXPECT_TRUE(sameBits(b, (src + 1).t().contiguous()));
+  b.reset();
+  EXPECT_GE(releaseOutputCache(), std::size_t{6} << 20);
+  EXPECT_EQ(releaseOutputCache(), 0u);
+  // Small outputs come from libtorch's allocator.
+  at::Tensor small = contiguousFast(at::randn({64, 128}).t());
+  EXPECT_EQ(hugePageOutputs(), mapped + 1);
+  {
+    InstallOptions o;
+    o.limit_bytes = 256 << 20;
+    Guard g(o);
+    resetStats();
+    const double before = stats()["allocated_bytes.all.current"];
+    at::Tensor c = contiguousFast(src.t());
+    EXPECT_EQ(hugePageOutputs(), mapped + 1);
+    EXPECT_GE(stats()["allocated_bytes.all.current"] - before, 6.0 * (1 << 20));
+    EXPECT_TRUE(sameBits(c, src.t().contiguous()));
+  }
 }

@@ -37,8 +37,13 @@ private:
 AsyncHandle contiguousAsync(const at::Tensor& self);
 
 /// `self.contiguous()`, bit for bit, with a cache-blocked transpose for layouts that are
-/// (batched) 2-D transposes of contiguous tensors; anything else goes to ATen.
+/// (batched) 2-D transposes of contiguous tensors of 2-, 4- or 8-byte elements; anything else
+/// goes to ATen. Outputs of 4 MiB and more are mapped with transparent huge pages asked for.
 at::Tensor contiguousFast(const at::Tensor& self);
+
+/// Writes self's values into `out` (contiguous, same sizes and dtype), with the blocked kernel
+/// when it applies: a conversion into a buffer planned ahead (memplan) or reused.
+void contiguousInto(const at::Tensor& self, at::Tensor& out);
 
 /// True when contiguousFast uses its own kernel for this layout.
 bool hasFastKernel(const at::Tensor& self);

@@ -1,0 +1,18 @@
+// The runtime's conversion kernel for (batched) 2-D transposes; see transpose.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace xalloc::runtime {
+
+/// After merging dimensions, the source is [batch, rows, cols] with strides
+/// [batch_stride, 1, rows]: out[b][i][j] = in[b * batch_stride + i + j * rows].
+struct Transpose {
+  std::int64_t batch = 1, rows = 0, cols = 0, batch_stride = 0;
+};
+
+/// Writes the contiguous [batch, rows, cols] output of 2-, 4- or 8-byte (`item`) elements.
+void transpose(const void* in, void* out, std::size_t item, const Transpose& tr);
+
+} // namespace xalloc::runtime
