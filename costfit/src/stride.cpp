@@ -170,17 +170,22 @@ StrideFeatures strideFeatures(const Layout& layout, const formats::CacheInfo& ca
   const double l1 = static_cast<double>(caches.l1d_bytes > 0 ? caches.l1d_bytes : 32768);
   const double l2 = static_cast<double>(caches.l2_bytes > 0 ? caches.l2_bytes : 1 << 20);
   const double l3 = static_cast<double>(caches.l3_bytes > 0 ? caches.l3_bytes : 32 << 20);
-  x[8] = bytes + src > l2 ? bytes : 0;
-  x[9] = bytes + src > l3 ? bytes : 0;
+  // What stays cached from one conversion to the next: its source lines and its output, and
+  // whatever else ran in between. In the profiler's measurement that is the paired plain copy
+  // (source and destination of `bytes` each, timed between two conversions); in a model, the
+  // ops around the conversion. Counting it moved held-out MAPE from 22% to 19.5% (seeds 0/1/2).
+  const double ws = src + 3 * bytes;
+  x[8] = ws > l2 ? bytes : 0;
+  x[9] = ws > l3 ? bytes : 0;
   // Misses of a stream the prefetchers follow (the innermost dimension walks through whole
   // lines or pages with small steps) cost less than misses of jumps; they get their own columns.
   auto streamed = [&](double unit) {
     const Dim& d = m.back();
     return d.stride * item < unit && d.size * d.stride * item >= unit;
   };
-  x[10] = misses(m, lines, l1 / 64 * 0.75, src + bytes <= l1);
-  const double m2 = misses(m, lines, l2 / 64 * 0.75, src + bytes <= l2);
-  const double m3 = misses(m, lines, l3 / 64 * 0.75, src + bytes <= l3);
+  x[10] = misses(m, lines, l1 / 64 * 0.75, ws <= l1);
+  const double m2 = misses(m, lines, l2 / 64 * 0.75, ws <= l2);
+  const double m3 = misses(m, lines, l3 / 64 * 0.75, ws <= l3);
   const double t1 = misses(m, pages, 64 * 0.75, src / 4096 <= 64 * 0.75);
   const double t2 = misses(m, pages, 2048 * 0.75, src / 4096 <= 2048 * 0.75);
   const bool line_stream = streamed(64), page_stream = streamed(4096);

@@ -11,7 +11,9 @@
 //                         contiguous in both source and destination
 //   numel1/2/4/8          elements, by element size
 //   bytes                 bytes written
-//   w_L2, w_L3            bytes written when source + destination exceed L2 / L3
+//   w_L2, w_L3            bytes written when what must stay cached from one conversion to the
+//                         next (source lines, output, and the paired plain copy timed in
+//                         between) exceeds L2 / L3
 //   m1, m2_*, m3_*        cache lines the source reads miss in L1/L2/L3 (loop-nest footprint
 //                         model: the outermost loop level whose footprint fits in the cache
 //                         carries reuse; outside it every distinct line is fetched again),
