@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   app.add_option("--input-range", o.input_ranges, "example input LOW:HIGH");
   app.add_option("--form", o.form,
                  "portable: only aten:: ops, async decisions run as sync; fast: async decisions "
-                 "use xalloc::contiguous_async (load libxalloc_runtime.so to run the model)")
+                 "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "
+                 "libxalloc_runtime.so to run the model)")
       ->capture_default_str();
   app.add_option("--show", o.show, "print the schedule stored in a rewritten model and exit");
   app.add_flag("-q,--quiet", o.quiet, "only warnings and errors on stderr");

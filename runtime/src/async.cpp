@@ -1,5 +1,5 @@
 // The async conversion runtime's CPU backend: a worker pool, the cache-blocked transpose, and
-// the TorchScript op xalloc::contiguous_async.
+// the TorchScript ops xalloc::contiguous_async and xalloc::contiguous.
 #include "xalloc/runtime/async.h"
 
 #include <algorithm>
@@ -83,13 +83,23 @@ c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
   return future;
 }
 
-const torch::jit::RegisterOperators registry({torch::jit::Operator(
-    "xalloc::contiguous_async(Tensor self) -> Future(Tensor)",
-    [](torch::jit::Stack& stack) {
-      at::Tensor self = torch::jit::pop(stack).toTensor();
-      torch::jit::push(stack, start(self));
-    },
-    c10::AliasAnalysisKind::CONSERVATIVE)});
+const torch::jit::RegisterOperators
+    registry({torch::jit::Operator(
+                  "xalloc::contiguous_async(Tensor self) -> Future(Tensor)",
+                  [](torch::jit::Stack& stack) {
+                    at::Tensor self = torch::jit::pop(stack).toTensor();
+                    torch::jit::push(stack, start(self));
+                  },
+                  c10::AliasAnalysisKind::CONSERVATIVE),
+              // The fast form's sync conversion: aten::contiguous with the runtime's kernel and
+              // output memory; like it, returns its input when that is contiguous already.
+              torch::jit::Operator(
+                  "xalloc::contiguous(Tensor(a) self) -> Tensor(a)",
+                  [](torch::jit::Stack& stack) {
+                    at::Tensor self = torch::jit::pop(stack).toTensor();
+                    torch::jit::push(stack, contiguousFast(self));
+                  },
+                  c10::AliasAnalysisKind::FROM_SCHEMA)});
 
 } // namespace
 

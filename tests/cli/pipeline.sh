@@ -85,6 +85,19 @@ xrewrite "$WORK/fast.pt" -s "$WORK/forced-async.json" --form fast --check -q ||
   fail "fast rewrite is not idempotent"
 xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced-async.json" -o "$WORK/portable.pt" --diff -q |
   grep -q 'xalloc::' && fail "the portable form used xalloc:: ops"
+# The fast form of sync decisions: xalloc::contiguous, the runtime's kernel.
+xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced.json" --form fast -o "$WORK/fast-sync.pt" \
+  --diff -q >"$WORK/fast-sync.diff"
+grep -q '^+.*xalloc::contiguous(' "$WORK/fast-sync.diff" || fail "fast form: sync is not xalloc::"
+grep -q '^+.*aten::contiguous' "$WORK/fast-sync.diff" && fail "fast form: sync used aten::contiguous"
+if [[ -n "${XALLOC_PYTHON_PATH:-}" ]]; then
+  same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/fast-sync.pt" >/dev/null ||
+    fail "fast sync rewrite differs"
+fi
+xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --form fast --check -q ||
+  fail "fast sync rewrite is not idempotent"
+xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --check -q ||
+  fail "a fast-form model counts as converted for the portable form too"
 
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"

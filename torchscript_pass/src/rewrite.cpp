@@ -173,11 +173,15 @@ private:
     static const c10::Symbol s = c10::Symbol::fromQualString("xalloc::contiguous_async");
     return s;
   }
-  // `in` is a converted copy of `v`: aten::contiguous(v), or aten::wait on
-  // xalloc::contiguous_async(v).
+  static c10::Symbol fastSyncSymbol() {
+    static const c10::Symbol s = c10::Symbol::fromQualString("xalloc::contiguous");
+    return s;
+  }
+  // `in` is a converted copy of `v`: aten::contiguous(v), xalloc::contiguous(v), or aten::wait
+  // on xalloc::contiguous_async(v).
   static bool isConvertedCopyOf(const Value* in, const Value* v) {
     const Node* n = in->node();
-    if (isRowMajorContiguousCall(n))
+    if (isRowMajorContiguousCall(n) || n->kind() == fastSyncSymbol())
       return n->input(0) == v;
     if (n->kind() == c10::aten::wait && !n->inputs().empty()) {
       const Node* start = n->input(0)->node();
@@ -266,13 +270,31 @@ private:
     if (!findSite(d, r, site))
       return;
     Node* first = firstConsumer(site);
-    Value* cv = insertContiguous(site.value, first, site.producer);
+    // The fast form converts with the runtime's kernel (xalloc::contiguous), the portable one
+    // with aten::contiguous.
+    const bool fast = !options_.async_as_sync;
+    Value* cv = fast ? insertFastContiguous(site.value, first, site.producer)
+                     : insertContiguous(site.value, first, site.producer);
     for (const auto& [c, i] : site.direct)
       c->replaceInput(i, cv);
     finish(r, ApplyStatus::Applied,
-           "inserted aten::contiguous(" + valueLabel(site.value) + ") before " +
-               first->kind().toQualString() + "; " + std::to_string(site.direct.size()) +
-               " input(s) rewired");
+           std::string("inserted ") + (fast ? "xalloc" : "aten") + "::contiguous(" +
+               valueLabel(site.value) + ") before " + first->kind().toQualString() + "; " +
+               std::to_string(site.direct.size()) + " input(s) rewired");
+  }
+
+  static Value* insertFastContiguous(Value* value, Node* before, const Node* source) {
+    torch::jit::Graph* graph = value->owningGraph();
+    Node* n = graph->create(fastSyncSymbol(), {value}, 1);
+    n->output()->setType(value->type());
+    n->setSourceRange(source->sourceRange());
+    n->insertBefore(liftToBlockOf(before, value));
+    std::string base = value->debugName();
+    if (auto dot = base.find('.'); dot != std::string::npos)
+      base = base.substr(0, dot);
+    if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0])))
+      n->output()->setDebugName(base + "_contig");
+    return n->output();
   }
 
   // The fast form: the conversion starts right after the producer on a side worker
