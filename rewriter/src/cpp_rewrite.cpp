@@ -112,7 +112,7 @@ public:
       else if (d.action == formats::Action::Async && async_calls_)
         convertAsync(ctx, *pick, d, file, content);
       else
-        convert(ctx, *pick, d, file);
+        convert(ctx, *pick, d, file, content);
     }
   }
 
@@ -192,10 +192,28 @@ private:
     out_.edits.push_back({file, offset, length, std::move(text)});
   }
 
+  // Already converted by the runtime: the expression is the argument of contiguousFast(...) or
+  // contiguousAsync(...).
+  bool inRuntimeCall(const Expr* e, const formats::Decision& d, const std::string& file) {
+    if (const auto* call = explicitParent(e).get<CallExpr>())
+      if (const FunctionDecl* callee = call->getDirectCallee()) {
+        const std::string name = callee->getNameAsString();
+        if (name == "contiguousFast" || name == "contiguousAsync") {
+          note(d.anchor, file,
+               "already converted: `" + d.anchor.expr + "` is converted by " + name + "()", false);
+          ++out_.already;
+          return true;
+        }
+      }
+    return false;
+  }
+
   void convert(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
-               const std::string& file) {
+               const std::string& file, const std::string& content) {
     // Already converted: the expression is the object of a `.contiguous()` call.
     const Expr* e = c.expr;
+    if (inRuntimeCall(e, d, file))
+      return;
     for (const Expr* p = up(e).get<Expr>(); p; p = up(p).get<Expr>()) {
       if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(p))
         continue;
@@ -221,7 +239,17 @@ private:
       break;
     }
     SourceManager& sm = ctx.getSourceManager();
-    if (isPostfix(e)) {
+    if (async_calls_) {
+      // The fast form: the runtime's kernel, `xalloc::runtime::contiguousFast(EXPR)`; an
+      // existing parenthesis, `(a + b)`, becomes the call's.
+      if (paren && !paren->getLParen().isMacroID() && !paren->getRParen().isMacroID()) {
+        edit(file, sm.getFileOffset(paren->getLParen()), 0, "xalloc::runtime::contiguousFast");
+      } else {
+        edit(file, c.begin, 0, "xalloc::runtime::contiguousFast(");
+        edit(file, c.end, 0, ")");
+      }
+      addInclude(file, content);
+    } else if (isPostfix(e)) {
       edit(file, c.end, 0, ".contiguous()");
     } else if (paren && !paren->getRParen().isMacroID()) {
       edit(file, sm.getFileOffset(paren->getRParen()) + 1, 0, ".contiguous()");
@@ -231,7 +259,7 @@ private:
     }
     note(d.anchor, file,
          std::string(d.action == formats::Action::Async ? "async (as sync)" : "sync") +
-             ": converted `" + d.anchor.expr + "`",
+             ": converted `" + d.anchor.expr + "`" + (async_calls_ ? " with contiguousFast" : ""),
          false);
     ++out_.applied;
   }
@@ -258,15 +286,9 @@ private:
 
   void convertAsync(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
                     const std::string& file, const std::string& content) {
+    if (inRuntimeCall(c.expr, d, file))
+      return;
     const DynTypedNode parent = explicitParent(c.expr);
-    if (const auto* call = parent.get<CallExpr>())
-      if (const FunctionDecl* callee = call->getDirectCallee();
-          callee && callee->getNameAsString() == "contiguousAsync") {
-        note(d.anchor, file, "already converted: `" + d.anchor.expr + "` runs asynchronously",
-             false);
-        ++out_.already;
-        return;
-      }
     const auto* var = parent.get<VarDecl>();
     if (!var || !var->getType()->getContainedAutoType() || var->getType()->isReferenceType()) {
       note(d.anchor, file,
@@ -293,24 +315,27 @@ private:
           Lexer::getLocForEndOfToken(u->getEndLoc(), 0, sm, ctx.getLangOpts());
       edit(file, sm.getFileOffset(end), 0, ".wait()");
     }
-    if (content.find("xalloc/runtime/async.h") == std::string::npos &&
-        !include_added_.count(file)) {
-      // After the last #include at the top of the file.
-      std::size_t at = 0, pos = 0;
-      while ((pos = content.find("#include", pos)) != std::string::npos) {
-        const std::size_t eol = content.find('\n', pos);
-        at = eol == std::string::npos ? content.size() : eol + 1;
-        pos = at;
-      }
-      edit(file, static_cast<unsigned>(at), 0, "#include \"xalloc/runtime/async.h\"\n");
-      include_added_.insert(file);
-    }
+    addInclude(file, content);
     note(d.anchor, file,
          "async: `" + d.anchor.expr + "` converts on a side worker; " +
              std::to_string(uses.uses.size()) + " use(s) of `" + var->getNameAsString() +
              "` wait for it",
          false);
     ++out_.applied;
+  }
+
+  // The runtime's header, once per file, after the last #include at the top.
+  void addInclude(const std::string& file, const std::string& content) {
+    if (content.find("xalloc/runtime/async.h") != std::string::npos || include_added_.count(file))
+      return;
+    std::size_t at = 0, pos = 0;
+    while ((pos = content.find("#include", pos)) != std::string::npos) {
+      const std::size_t eol = content.find('\n', pos);
+      at = eol == std::string::npos ? content.size() : eol + 1;
+      pos = at;
+    }
+    edit(file, static_cast<unsigned>(at), 0, "#include \"xalloc/runtime/async.h\"\n");
+    include_added_.insert(file);
   }
 
   void remove(ASTContext& ctx, const Candidate& c, const formats::Decision& d,

@@ -49,8 +49,14 @@ grep -q 'auto scores = xalloc::runtime::contiguousAsync(q.matmul(kt));' fast.cpp
   fail "fast form: no async start"
 grep -q 'return scores.wait();' fast.cpp || fail "fast form: the use does not wait"
 grep -q '^#include "xalloc/runtime/async.h"$' fast.cpp || fail "fast form: no include"
+grep -q 'xalloc::runtime::contiguousFast(' fast.cpp || fail "fast form: sync is not contiguousFast"
+grep -q '\.contiguous()' "$src/input.cpp" &&
+  [[ $(grep -c '\.contiguous()' fast.cpp) -le $(grep -c '\.contiguous()' "$src/input.cpp") ]] ||
+  fail "fast form: sync added .contiguous()"
 xrewrite -s fast-schedule.json --cpp fast.cpp --form fast --check -q "${FLAGS[@]}" 2>/dev/null ||
   fail "fast form is not idempotent"
+xrewrite -s fast-schedule.json --cpp fast.cpp --check -q "${FLAGS[@]}" 2>/dev/null ||
+  fail "a fast-form source counts as converted for the portable form too"
 clang++-14 -fsyntax-only -std=c++17 -Imock fast.cpp || fail "the fast-form source does not compile"
 
 # Bad input: a missing source and one Clang cannot parse.

@@ -8,4 +8,5 @@ public:
   at::Tensor wait() const;
 };
 AsyncHandle contiguousAsync(const at::Tensor& self);
+at::Tensor contiguousFast(const at::Tensor& self);
 } // namespace xalloc::runtime
