@@ -75,7 +75,7 @@ c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
   // The job holds the input (a reference to its storage) until the copy is done.
   pool().submit([self, future] {
     try {
-      future->markCompleted(contiguousFast(self));
+      future->markCompleted(contiguousFast(self, /*parallel=*/false));
     } catch (...) {
       future->setError(std::current_exception());
     }
@@ -107,24 +107,25 @@ bool hasFastKernel(const at::Tensor& self) {
   return asTranspose(self).has_value();
 }
 
-at::Tensor contiguousFast(const at::Tensor& self) {
+at::Tensor contiguousFast(const at::Tensor& self, bool parallel) {
   // Dense CPU tensors without lazy negation/conjugation or autograd history get an output of
   // their own (huge pages when large, see output_alloc.h); anything else is ATen's business.
   if (self.is_contiguous() || !self.device().is_cpu() || self.layout() != at::kStrided ||
       self.is_quantized() || self.is_neg() || self.is_conj() || self.requires_grad())
     return self.contiguous();
   at::Tensor out = emptyOutput(self);
-  contiguousInto(self, out);
+  contiguousInto(self, out, parallel);
   return out;
 }
 
-void contiguousInto(const at::Tensor& self, at::Tensor& out) {
+void contiguousInto(const at::Tensor& self, at::Tensor& out, bool parallel) {
   TORCH_CHECK(out.is_contiguous() && out.sizes() == self.sizes() &&
                   out.scalar_type() == self.scalar_type() && out.device() == self.device(),
               "xalloc: contiguousInto needs a contiguous output of the input's sizes and dtype");
   auto tr = asTranspose(self);
   if (tr && !self.requires_grad())
-    transpose(self.data_ptr(), out.data_ptr(), static_cast<std::size_t>(self.element_size()), *tr);
+    transpose(self.data_ptr(), out.data_ptr(), static_cast<std::size_t>(self.element_size()), *tr,
+              parallel);
   else
     out.copy_(self); // what contiguous() runs, into this output
 }

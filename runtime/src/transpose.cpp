@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <ATen/Parallel.h>
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -122,24 +124,39 @@ void tile(const T* src, T* dst, const Transpose& tr, std::int64_t i0, std::int64
   }
 }
 
-template <typename T, bool Stream> void run(const T* in, T* out, const Transpose& tr) {
+// Units of work: B output rows of one batch entry. Split over libtorch's intra-op threads when
+// `parallel` (a sync conversion, whose caller waits anyway); one thread otherwise (the async
+// worker, which must not take the cores the model computes on).
+template <typename T, bool Stream>
+void run(const T* in, T* out, const Transpose& tr, bool parallel) {
   constexpr std::int64_t B = tileFor<T>();
-  alignas(64) T buf[B * B];
-  for (std::int64_t b = 0; b < tr.batch; ++b) {
-    const T* src = in + b * tr.batch_stride;
-    T* dst = out + b * tr.rows * tr.cols;
-    for (std::int64_t i0 = 0; i0 < tr.rows; i0 += B)
+  const std::int64_t row_blocks = (tr.rows + B - 1) / B;
+  auto units = [&](std::int64_t begin, std::int64_t end) {
+    alignas(64) T buf[B * B];
+    for (std::int64_t u = begin; u < end; ++u) {
+      const std::int64_t b = u / row_blocks, i0 = u % row_blocks * B;
+      const T* src = in + b * tr.batch_stride;
+      T* dst = out + b * tr.rows * tr.cols;
       for (std::int64_t j0 = 0; j0 < tr.cols; j0 += B)
         tile<T, Stream>(src, dst, tr, i0, std::min(B, tr.rows - i0), j0, std::min(B, tr.cols - j0),
                         buf);
-  }
+    }
 #if defined(__SSE2__)
-  if constexpr (Stream)
-    _mm_sfence(); // the streamed lines are visible before the output is handed over
+    if constexpr (Stream)
+      _mm_sfence(); // this thread's streamed lines are visible before the output is handed over
 #endif
+  };
+  const std::int64_t n = tr.batch * row_blocks;
+  if (!parallel) {
+    units(0, n);
+    return;
+  }
+  // At least 256 KiB of output per task: below that, waking threads costs more than it saves.
+  const std::int64_t unit_bytes = B * tr.cols * static_cast<std::int64_t>(sizeof(T));
+  at::parallel_for(0, n, std::max<std::int64_t>(1, (std::int64_t{256} << 10) / unit_bytes), units);
 }
 
-template <typename T> void dispatch(const T* in, T* out, const Transpose& tr) {
+template <typename T> void dispatch(const T* in, T* out, const Transpose& tr, bool parallel) {
   const auto bytes = static_cast<std::int64_t>(sizeof(T)) * tr.batch * tr.rows * tr.cols;
 #if defined(__SSE2__)
   // Streaming stores need every 16-byte store aligned: a 16-byte aligned output whose rows are
@@ -147,23 +164,23 @@ template <typename T> void dispatch(const T* in, T* out, const Transpose& tr) {
   const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 16 == 0 &&
                        (tr.cols * static_cast<std::int64_t>(sizeof(T))) % 16 == 0;
   if (bytes >= kStreamBytes && aligned) {
-    run<T, true>(in, out, tr);
+    run<T, true>(in, out, tr, parallel);
     return;
   }
 #endif
   (void)bytes;
-  run<T, false>(in, out, tr);
+  run<T, false>(in, out, tr, parallel);
 }
 
 } // namespace
 
-void transpose(const void* in, void* out, std::size_t item, const Transpose& tr) {
+void transpose(const void* in, void* out, std::size_t item, const Transpose& tr, bool parallel) {
   if (item == 2)
-    dispatch(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out), tr);
+    dispatch(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out), tr, parallel);
   else if (item == 4)
-    dispatch(static_cast<const std::uint32_t*>(in), static_cast<std::uint32_t*>(out), tr);
+    dispatch(static_cast<const std::uint32_t*>(in), static_cast<std::uint32_t*>(out), tr, parallel);
   else
-    dispatch(static_cast<const std::uint64_t*>(in), static_cast<std::uint64_t*>(out), tr);
+    dispatch(static_cast<const std::uint64_t*>(in), static_cast<std::uint64_t*>(out), tr, parallel);
 }
 
 } // namespace xalloc::runtime

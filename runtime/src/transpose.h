@@ -12,7 +12,8 @@ struct Transpose {
   std::int64_t batch = 1, rows = 0, cols = 0, batch_stride = 0;
 };
 
-/// Writes the contiguous [batch, rows, cols] output of 2-, 4- or 8-byte (`item`) elements.
-void transpose(const void* in, void* out, std::size_t item, const Transpose& tr);
+/// Writes the contiguous [batch, rows, cols] output of 2-, 4- or 8-byte (`item`) elements, on
+/// libtorch's intra-op threads when `parallel`.
+void transpose(const void* in, void* out, std::size_t item, const Transpose& tr, bool parallel);
 
 } // namespace xalloc::runtime

@@ -39,11 +39,13 @@ AsyncHandle contiguousAsync(const at::Tensor& self);
 /// `self.contiguous()`, bit for bit, with a cache-blocked transpose for layouts that are
 /// (batched) 2-D transposes of contiguous tensors of 2-, 4- or 8-byte elements; anything else
 /// goes to ATen. Outputs of 4 MiB and more are mapped with transparent huge pages asked for.
-at::Tensor contiguousFast(const at::Tensor& self);
+/// `parallel`: the kernel splits large conversions over libtorch's intra-op threads (what a
+/// caller that waits wants); the async worker passes false, leaving the cores to the model.
+at::Tensor contiguousFast(const at::Tensor& self, bool parallel = true);
 
 /// Writes self's values into `out` (contiguous, same sizes and dtype), with the blocked kernel
 /// when it applies: a conversion into a buffer planned ahead (memplan) or reused.
-void contiguousInto(const at::Tensor& self, at::Tensor& out);
+void contiguousInto(const at::Tensor& self, at::Tensor& out, bool parallel = true);
 
 /// True when contiguousFast uses its own kernel for this layout.
 bool hasFastKernel(const at::Tensor& self);
