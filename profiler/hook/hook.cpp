@@ -9,9 +9,7 @@
 // measured. At exit the hook writes a profile document whose ops carry raw stacks instead of
 // source locations; the xprof driver (run_program.cpp) symbolizes them.
 #include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,7 +19,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,99 +29,32 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/util/intrusive_ptr.h>
 #include <nlohmann/json.hpp>
 
 #include "xalloc/formats/profile.h"
-#include "xalloc/profiler/consumers.h"
+#include "xalloc/io.h"
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/measure.h"
 
+#include "replay.h"
+#include "stacks.h"
+
+namespace xprof_hook {
+thread_local int tl_depth = 0;
+} // namespace xprof_hook
+
 namespace {
 
+using namespace xprof_hook;
 namespace fmt = xalloc::formats;
 namespace prof = xalloc::profiler;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kMaxFrames = 48;
-
 int envInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
-}
-
-// ---- stacks ---------------------------------------------------------------------------------
-
-struct Unwind {
-  std::uintptr_t ips[kMaxFrames];
-  std::uintptr_t cfas[kMaxFrames]; // each frame's canonical frame address: which call it is
-  int n = 0;
-};
-
-_Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
-  auto* u = static_cast<Unwind*>(arg);
-  if (u->n >= kMaxFrames)
-    return _URC_END_OF_STACK;
-  const std::uintptr_t ip = _Unwind_GetIP(ctx);
-  if (ip == 0)
-    return _URC_END_OF_STACK;
-  u->cfas[u->n] = _Unwind_GetCFA(ctx);
-  u->ips[u->n++] = ip;
-  return _URC_NO_REASON;
-}
-
-// A loaded object: its path and where it was mapped.
-struct Module {
-  std::string path;
-  std::uintptr_t bias = 0;
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges; // executable PT_LOAD segments
-  bool user = false; // the program's own code (not libtorch, the C/C++ runtime or this hook)
-};
-
-std::string selfExe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-// System libraries and frameworks are never the call site the user wants to edit.
-bool isUserObject(const std::string& path, const std::string& hook_path) {
-  if (path.empty() || path == hook_path || path.find("linux-vdso") != std::string::npos)
-    return false;
-  for (const char* p : {"/usr/lib/", "/lib/", "/lib64/", "/usr/lib64/"})
-    if (path.rfind(p, 0) == 0)
-      return false;
-  for (const char* p : {"/torch/lib/", "/site-packages/", "/dist-packages/", "libxalloc_runtime"})
-    if (path.find(p) != std::string::npos)
-      return false;
-  return true;
-}
-
-std::vector<Module> loadedModules(const std::string& hook_path) {
-  std::vector<Module> mods;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        auto* out = static_cast<std::vector<Module>*>(data);
-        Module m;
-        m.path = info->dlpi_name ? info->dlpi_name : "";
-        if (out->empty() && m.path.empty())
-          m.path = selfExe(); // the first entry is the program itself
-        m.bias = info->dlpi_addr;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-            m.ranges.emplace_back(info->dlpi_addr + ph.p_vaddr,
-                                  info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-        }
-        out->push_back(std::move(m));
-        return 0;
-      },
-      &mods);
-  for (auto& m : mods)
-    m.user = isUserObject(m.path, hook_path);
-  return mods;
 }
 
 // ---- the recorder ---------------------------------------------------------------------------
@@ -166,7 +96,6 @@ struct Ctx : at::ObserverContext {
   std::uintptr_t user_cfa = 0; // the innermost user frame's CFA: which call of the program
 };
 
-thread_local int tl_depth = 0;
 thread_local Clock::time_point tl_last_end;
 thread_local bool tl_last_recorded = false;
 thread_local std::uintptr_t tl_last_user_ip = 0;
@@ -263,7 +192,8 @@ public:
       if (p.to_contiguous) {
         guarded([&] { p.other = p.tensor.contiguous(); });
       }
-      measureConsumer(fn, inputs, p.arg, p.tensor, p.other, p.to_contiguous, p.timing);
+      xprof_hook::replayConsumer(fn, inputs, p.arg, p.tensor, p.other, p.to_contiguous,
+                                 {consumers_, warmup_, repeats_}, p.timing);
     }
     if (!pending.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -392,44 +322,16 @@ public:
     extra["threads"] = at::get_num_threads();
     extra["top_level_calls"] = total_calls_;
     doc["xprof_hook"] = extra;
-    const std::string tmp = out_ + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << doc.dump() << "\n";
-      if (!f)
-        return;
+    try {
+      xalloc::writeFileAtomic(out_, doc.dump() + "\n");
+    } catch (const std::exception&) {
+      // Nothing written: the driver reports that the program left no profile.
     }
-    std::rename(tmp.c_str(), out_.c_str());
   }
 
   void setCores(int cores) { cores_ = std::max(1, cores); }
 
 private:
-  template <typename F> static void forEachTensor(const c10::IValue& v, F&& f) {
-    if (v.isTensor()) {
-      if (v.toTensor().defined())
-        f(v.toTensor());
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorVector())
-        if (t.defined())
-          f(t);
-    }
-  }
-
-  // The arguments an op writes to (`Tensor(a!) self`).
-  static std::vector<std::size_t> writtenArgs(const at::RecordFunction& fn) {
-    std::vector<std::size_t> out;
-    auto name = fn.operator_name();
-    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
-    if (!op)
-      return out;
-    const auto& args = op->schema().arguments();
-    for (std::size_t i = 0; i < args.size(); ++i)
-      if (args[i].alias_info() && args[i].alias_info()->isWrite())
-        out.push_back(i);
-    return out;
-  }
-
   bool isUser(int frame) const {
     const Frame& fr = frames_[static_cast<std::size_t>(frame)];
     return fr.module >= 0 && modules_[static_cast<std::size_t>(fr.module)].user;
@@ -595,95 +497,6 @@ private:
     for (const auto& [weak, value] : it->second)
       if (!weak.expired())
         values_[static_cast<std::size_t>(value)].rec.has_writers = true;
-  }
-
-  // Runs our own ops (never recorded as the program's), and swallows their failures.
-  template <typename F> static bool guarded(F&& f) {
-    tl_depth += 1;
-    bool ok = true;
-    {
-      at::RecordFunctionGuard off(false);
-      try {
-        f();
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    tl_depth -= 1;
-    return ok;
-  }
-
-  // Times the consumer with the tensor as it is and in the other layout (contiguous, or the
-  // source of the conversion that produced it), interleaved, and compares the outputs.
-  void measureConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
-                       std::size_t arg, const at::Tensor& t, const at::Tensor& other,
-                       bool to_contiguous, fmt::ConsumerTiming& c) const {
-    if (!other.defined()) {
-      c.note = "could not make a contiguous copy";
-      return;
-    }
-    if (!consumers_) {
-      c.note = "consumers not re-run (--no-consumers)";
-      return;
-    }
-    auto name = fn.operator_name();
-    auto op = name ? c10::Dispatcher::singleton().findOp(*name) : c10::nullopt;
-    if (!op) {
-      c.note = "not a dispatcher op; not re-run";
-      return;
-    }
-    for (const auto& a : op->schema().arguments())
-      if (a.alias_info() && a.alias_info()->isWrite()) {
-        c.note = "mutates an input or has side effects; not re-run";
-        return;
-      }
-    if (op->schema().is_vararg() || op->schema().arguments().size() != inputs.size()) {
-      c.note = "arguments not recorded in full; not re-run";
-      return;
-    }
-    auto stackWith = [&](const at::Tensor& x) {
-      torch::jit::Stack s(inputs.begin(), inputs.end());
-      if (s[arg].isTensor()) {
-        s[arg] = x;
-      } else {
-        auto list = s[arg].toTensorVector();
-        for (auto& e : list)
-          if (e.unsafeGetTensorImpl() == t.unsafeGetTensorImpl())
-            e = x;
-        s[arg] = c10::IValue(list);
-      }
-      return s;
-    };
-    const torch::jit::Stack as_is = stackWith(t), swapped = stackWith(other);
-    tl_depth += 1;
-    at::RecordFunctionGuard off(false);
-    at::NoGradGuard no_grad;
-    // Re-running an op must not move the program's random numbers.
-    auto gen = at::detail::getDefaultCPUGenerator();
-    at::Tensor rng;
-    {
-      std::lock_guard<std::mutex> g(gen.mutex());
-      rng = gen.get_state();
-    }
-    auto run = [&](const torch::jit::Stack& in) {
-      torch::jit::Stack s = in;
-      op->callBoxed(&s);
-      return s;
-    };
-    try {
-      if (prof::compareLayouts([&](bool swap) { return run(swap ? swapped : as_is); },
-                               to_contiguous, c))
-        prof::setTimings(prof::timeInterleaved([&] { (void)run(as_is); },
-                                               [&] { (void)run(swapped); }, warmup_, repeats_),
-                         to_contiguous, c);
-    } catch (const std::exception&) {
-      c.note = "failed when timed";
-    }
-    {
-      std::lock_guard<std::mutex> g(gen.mutex());
-      gen.set_state(rng);
-    }
-    tl_depth -= 1;
   }
 
   const int cap_, warmup_, repeats_;
