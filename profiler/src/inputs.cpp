@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
@@ -144,6 +145,21 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
     }
   }
   return inputs;
+}
+
+std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path) {
+  c10::IValue v;
+  try {
+    v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " +
+                               firstLine(e.what()));
+  }
+  if (v.isTuple())
+    return v.toTupleRef().elements().vec();
+  if (v.isList())
+    return v.toListRef().vec();
+  return {v};
 }
 
 } // namespace xalloc::profiler

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <malloc.h>
 
 namespace xalloc::profiler {
 
@@ -74,6 +75,15 @@ double processCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+void steadyStateMalloc() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 } // namespace xalloc::profiler

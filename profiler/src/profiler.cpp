@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <malloc.h>
 #include <map>
 #include <set>
 
@@ -13,7 +12,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/version.h>
 
 #include "xalloc/error.h"
@@ -53,36 +51,6 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
 constexpr int kMeasureMethod = 2;
-
-// glibc's malloc adapts its mmap threshold to what a process frees, so the same allocation can
-// page-fault in one measurement and not in the next, depending on what came before. Measure in
-// the steady state a long-running model reaches instead: blocks below 32 MiB (glibc's largest
-// dynamic threshold) come from the heap and are reused, larger ones are mapped (and faulted in)
-// each time, and freed memory is not returned to the system between measurements.
-void steadyStateMalloc() {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-}
-
-// Tensors saved with torch.save (the bytes of `path`): one tensor, or a tuple or list of inputs.
-std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path) {
-  c10::IValue v;
-  try {
-    v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " +
-                               firstLine(e.what()));
-  }
-  if (v.isTuple())
-    return v.toTupleRef().elements().vec();
-  if (v.isList())
-    return v.toListRef().vec();
-  return {v};
-}
 
 class Profiler {
 public:

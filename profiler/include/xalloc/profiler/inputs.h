@@ -44,4 +44,8 @@ std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs
 std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::string& method,
                                       std::vector<c10::IValue> tensors, const std::string& path);
 
+/// Tensors saved with torch.save (the bytes of `path`): one tensor, or a tuple or list of
+/// inputs. A file that is not one is an InputError naming `path`.
+std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path);
+
 } // namespace xalloc::profiler

@@ -40,4 +40,11 @@ PairedTiming timeInterleaved(const std::function<void()>& a, const std::function
 /// Process CPU time in ms (all threads).
 double processCpuMs();
 
+/// glibc's malloc adapts its mmap threshold to what a process frees, so the same allocation can
+/// page-fault in one measurement and not in the next, depending on what came before. Measure in
+/// the steady state a long-running model reaches instead: blocks below 32 MiB (glibc's largest
+/// dynamic threshold) come from the heap and are reused, larger ones are mapped (and faulted in)
+/// each time, and freed memory is not returned to the system between measurements.
+void steadyStateMalloc();
+
 } // namespace xalloc::profiler
