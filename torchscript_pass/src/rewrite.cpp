@@ -77,6 +77,18 @@ std::string valueLabel(const Value* v) {
 
 } // namespace
 
+namespace {
+// Names `out` after `v` (`%x.1` gives `%x_contig`); values without a name of their own stay
+// numbered.
+void nameAfter(Value* out, const Value* v, const char* suffix) {
+  std::string base = v->debugName();
+  if (auto dot = base.find('.'); dot != std::string::npos)
+    base = base.substr(0, dot);
+  if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0])))
+    out->setDebugName(base + suffix);
+}
+} // namespace
+
 Value* insertContiguous(Value* value, Node* before, const Node* source) {
   torch::jit::Graph* graph = value->owningGraph();
   Node* at = liftToBlockOf(before, value);
@@ -84,11 +96,7 @@ Value* insertContiguous(Value* value, Node* before, const Node* source) {
   Value* converted = graph->insert(c10::aten::contiguous, {value});
   converted->node()->setSourceRange(source->sourceRange());
   converted->setType(value->type());
-  std::string base = value->debugName();
-  if (auto dot = base.find('.'); dot != std::string::npos)
-    base = base.substr(0, dot);
-  if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0])))
-    converted->setDebugName(base + "_contig");
+  nameAfter(converted, value, "_contig");
   return converted;
 }
 
@@ -289,11 +297,7 @@ private:
     n->output()->setType(value->type());
     n->setSourceRange(source->sourceRange());
     n->insertBefore(liftToBlockOf(before, value));
-    std::string base = value->debugName();
-    if (auto dot = base.find('.'); dot != std::string::npos)
-      base = base.substr(0, dot);
-    if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0])))
-      n->output()->setDebugName(base + "_contig");
+    nameAfter(n->output(), value, "_contig");
     return n->output();
   }
 
@@ -314,13 +318,8 @@ private:
     wait->output()->setType(site.value->type());
     wait->setSourceRange(site.producer->sourceRange());
     wait->insertBefore(liftToBlockOf(first, site.value));
-    std::string base = site.value->debugName();
-    if (auto dot = base.find('.'); dot != std::string::npos)
-      base = base.substr(0, dot);
-    if (!base.empty() && !std::isdigit(static_cast<unsigned char>(base[0]))) {
-      start->output()->setDebugName(base + "_future");
-      wait->output()->setDebugName(base + "_contig");
-    }
+    nameAfter(start->output(), site.value, "_future");
+    nameAfter(wait->output(), site.value, "_contig");
     for (const auto& [c, i] : site.direct)
       c->replaceInput(i, wait->output());
     finish(r, ApplyStatus::Applied,
