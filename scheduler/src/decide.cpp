@@ -47,7 +47,7 @@ std::string fmtMs(double ms) {
 class Decider {
 public:
   Decider(const Profile& p, const formats::Cost& c, const SchedOptions& o)
-      : p_(p), predictor_(c), o_(o) {}
+      : p_(p), predictor_(c), o_(o), floor_ms_(gainFloor(p, o)) {}
 
   std::vector<Candidate> decideAll() {
     std::vector<Candidate> out;
@@ -71,9 +71,23 @@ private:
   static double sq(double x) { return x * x; }
 
   // A decision must gain more than the noise (z standard errors), than an absolute floor, and
-  // than a fraction of the consumers' own time: gains below that do not repeat from run to run.
-  double marginFor(double var, double consumers_ms) const {
-    return std::max({o_.min_gain_ms, o_.z * std::sqrt(var), o_.min_relative_gain * consumers_ms});
+  // than a fraction of the time it trades (the consumers' own time and the conversion's): a
+  // process's timings drift together by several percent from one run to the next, which no
+  // spread within one run shows, and gains below that do not repeat from run to run.
+  double marginFor(double var, double traded_ms) const {
+    return std::max({floor_ms_, o_.z * std::sqrt(var), o_.min_relative_gain * traded_ms});
+  }
+
+  const char* marginName(double margin) const {
+    return margin > floor_ms_ ? "the noise margin" : "the smallest gain worth an edit";
+  }
+
+  // The smallest gain worth an edit: an absolute floor, and a fraction of the model's time.
+  static double gainFloor(const Profile& p, const SchedOptions& o) {
+    double model_ms = 0;
+    for (const auto& op : p.ops)
+      model_ms += std::max(0.0, op.duration_ms);
+    return std::max(o.min_gain_ms, o.min_model_gain * model_ms);
   }
 
   // How much longer a consumer takes with the other layout, and the variance of that estimate:
@@ -159,7 +173,7 @@ private:
       d.consumers.push_back(c.op_id);
     }
     d.predicted_saving_ms = saving;
-    const double margin = marginFor(var, served_ms);
+    const double margin = marginFor(var, served_ms + std::max(0.0, cost->ms));
     if (cost->ms < 0 || !std::isfinite(cost->ms))
       throw InputError("xsched", "the cost model predicts " + std::to_string(cost->ms) +
                                      " ms for converting " + r.layout.key() +
@@ -187,7 +201,7 @@ private:
         d.reason = "no consumer is faster with a contiguous input";
       else
         d.reason = "saving " + fmtMs(saving) + " does not beat the " + cost->model + " cost " +
-                   fmtMs(cost->ms) + " by the noise margin " + fmtMs(margin);
+                   fmtMs(cost->ms) + " by " + marginName(margin) + " " + fmtMs(margin);
       return d;
     }
     d.action = Action::Sync;
@@ -249,10 +263,11 @@ private:
       served_ms += c.time_as_is_ms;
     }
     d.predicted_saving_ms = extra;
-    const double margin = marginFor(var, served_ms);
+    const double margin = marginFor(var, served_ms + conv.duration_ms);
     if (conv.duration_ms - extra <= margin) {
       d.reason = "the conversion (" + fmtMs(conv.duration_ms) + ") saves its consumers " +
-                 fmtMs(extra) + "; removing it gains less than the noise margin " + fmtMs(margin);
+                 fmtMs(extra) + "; removing it gains less than " + marginName(margin) + " " +
+                 fmtMs(margin);
       return d;
     }
     d.action = Action::Remove;
@@ -263,6 +278,7 @@ private:
   const Profile& p_;
   costfit::CostPredictor predictor_;
   SchedOptions o_;
+  double floor_ms_;
 };
 
 // Positions are op ids: the profile lists ops in execution order with ids 0..n-1.

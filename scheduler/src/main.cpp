@@ -22,7 +22,11 @@ int main(int argc, char** argv) {
   app.add_option("--z", o.z, "noise margin in standard errors of the measurements")
       ->capture_default_str();
   app.add_option("--min-relative-gain", o.min_relative_gain,
-                 "smallest gain as a fraction of the affected consumers' time")
+                 "smallest gain as a fraction of the time traded: the affected consumers' and "
+                 "the conversion's")
+      ->capture_default_str();
+  app.add_option("--min-model-gain", o.min_model_gain,
+                 "smallest gain as a fraction of the model's time (its ops summed)")
       ->capture_default_str();
   auto* mb =
       app.add_option("--memory-budget", budget, "peak activation memory limit, e.g. 512M or 2G");

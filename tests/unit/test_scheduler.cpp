@@ -127,13 +127,45 @@ TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
 
 TEST(Scheduler, NoiseMarginBlocksUncertainGains) {
   Fixture f;
-  f.v().consumers = {Fixture::consumer(1, 1.0, 0.85)}; // gains 0.15 for a 0.1 cost
+  f.v().consumers = {Fixture::consumer(1, 1.0, 0.8)}; // gains 0.2 for a 0.1 cost
   EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost), 10).action, Action::Sync);
   f.v().consumers[0].time_as_is_spread_ms = 0.5; // but measured with a wide spread
   f.v().consumers[0].time_contiguous_spread_ms = 0.5;
   const auto d = f.decisionFor(makeSchedule(f.p, f.cost), 10);
   EXPECT_EQ(d.action, Action::None);
   EXPECT_NE(d.reason.find("noise margin"), std::string::npos);
+}
+
+// The relative margin covers the conversion's time too: timings drift together from one process
+// to the next, so a gain that is a sliver of the time traded does not repeat.
+TEST(Scheduler, RelativeMarginCoversTheConversion) {
+  Fixture f;
+  f.v().consumers = {Fixture::consumer(1, 0.2, 0.02)}; // gains 0.18
+  f.cost.conversion_cost_table[0].median_ms = 0.165;   // for 0.165: 0.015 net, 7.5% of 0.2
+  f.cost.conversion_cost_table[0].samples_ms = {0.165};
+  auto d = f.decisionFor(makeSchedule(f.p, f.cost), 10);
+  EXPECT_EQ(d.action, Action::None); // 5% of the 0.365 ms traded is 0.018
+  EXPECT_NE(d.reason.find("noise margin 0.018"), std::string::npos) << d.reason;
+  f.cost.conversion_cost_table[0].median_ms = 0.14; // 0.04 net beats it
+  f.cost.conversion_cost_table[0].samples_ms = {0.14};
+  EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost), 10).action, Action::Sync);
+}
+
+// Gains that are a sliver of the whole model are not worth an edit (and come and go between
+// runs), however clean their measurement.
+TEST(Scheduler, GainsBelowAFractionOfTheModelAreNotWorthAnEdit) {
+  Fixture f;
+  for (auto& op : f.p.ops)
+    op.duration_ms *= 10;                               // a 42 ms model: 0.1% is 0.042 ms
+  f.v().consumers = {Fixture::consumer(1, 0.05, 0.02)}; // gains 0.03
+  f.cost.conversion_cost_table[0].median_ms = 0.0001;
+  f.cost.conversion_cost_table[0].samples_ms = {0.0001};
+  auto d = f.decisionFor(makeSchedule(f.p, f.cost), 10);
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("the smallest gain worth an edit 0.042"), std::string::npos) << d.reason;
+  SchedOptions o;
+  o.min_model_gain = 0;
+  EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost, o), 10).action, Action::Sync);
 }
 
 TEST(Scheduler, SafetyRulesKeepTheModelsResults) {

@@ -19,8 +19,12 @@ struct SchedOptions {
   double min_gain_ms = 0.001;
   /// ... and more than `z` standard errors of the measurements it rests on ...
   double z = 2.0;
-  /// ... and more than this fraction of the time of the consumers it affects.
+  /// ... and more than this fraction of the time it trades (the consumers it affects and the
+  /// conversion itself).
   double min_relative_gain = 0.05;
+  /// ... and at least this fraction of the model's time (its ops' durations summed): smaller
+  /// gains are not worth an edit, and they come and go between runs.
+  double min_model_gain = 0.001;
   /// Predicted peak activation memory must stay within this many bytes (nullopt = no limit).
   std::optional<std::int64_t> memory_budget_bytes;
   /// Async conversions may fill this fraction of an idle window (room for prediction error).
