@@ -134,10 +134,22 @@ TEST(Async, ErrorsReachTheWaiter) {
   EXPECT_TRUE(sameBits(contiguousAsync(big.t()).wait(), big.t().contiguous()));
 }
 
+namespace {
+// Runs a graph in IR form on one input; returns its outputs.
+torch::jit::Stack runGraph(const std::string& ir, const at::Tensor& x) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, graph.get());
+  torch::jit::GraphExecutor exec(graph, "t");
+  torch::jit::Stack stack{x};
+  exec.run(stack);
+  return stack;
+}
+} // namespace
+
 TEST(Async, TorchScriptOpRunsInAGraph) {
   ASSERT_EQ(loadOps(), 2);
-  auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(R"IR(
+  at::Tensor x = at::randn({123, 77});
+  const auto out = runGraph(R"IR(
 graph(%x : Tensor):
   %0 : int = prim::Constant[value=0]()
   %1 : int = prim::Constant[value=1]()
@@ -145,20 +157,15 @@ graph(%x : Tensor):
   %f : Future(Tensor) = xalloc::contiguous_async(%t)
   %c : Tensor = aten::wait(%f)
   return (%c))IR",
-                      graph.get());
-  torch::jit::GraphExecutor exec(graph, "t");
-  at::Tensor x = at::randn({123, 77});
-  torch::jit::Stack stack{x};
-  exec.run(stack);
-  at::Tensor out = stack.back().toTensor();
-  EXPECT_TRUE(sameBits(out, x.t().contiguous()));
+                            x);
+  EXPECT_TRUE(sameBits(out.back().toTensor(), x.t().contiguous()));
 }
 
 // The fast form's sync conversion: the runtime's kernel, and the input itself when it is
 // contiguous already (as aten::contiguous).
 TEST(Async, TorchScriptSyncOpRunsInAGraph) {
-  auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(R"IR(
+  at::Tensor x = at::randn({300, 257});
+  const auto out = runGraph(R"IR(
 graph(%x : Tensor):
   %0 : int = prim::Constant[value=0]()
   %1 : int = prim::Constant[value=1]()
@@ -166,13 +173,9 @@ graph(%x : Tensor):
   %c : Tensor = xalloc::contiguous(%t)
   %d : Tensor = xalloc::contiguous(%x)
   return (%c, %d))IR",
-                      graph.get());
-  torch::jit::GraphExecutor exec(graph, "t");
-  at::Tensor x = at::randn({300, 257});
-  torch::jit::Stack stack{x};
-  exec.run(stack);
-  EXPECT_TRUE(sameBits(stack[0].toTensor(), x.t().contiguous()));
-  EXPECT_TRUE(stack[1].toTensor().is_same(x));
+                            x);
+  EXPECT_TRUE(sameBits(out[0].toTensor(), x.t().contiguous()));
+  EXPECT_TRUE(out[1].toTensor().is_same(x));
 }
 
 // Large outputs are mapped with huge pages asked for; a freed mapping serves the next output of
