@@ -45,6 +45,25 @@ bool isRegularFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+namespace {
+// write(2) until all of `content` is written; false (errno set) on failure.
+bool writeAll(int fd, std::string_view content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+} // namespace
+
 void writeFileAtomic(const std::string& path, std::string_view content) {
   if (path == "-") {
     std::cout.write(content.data(), static_cast<std::streamsize>(content.size()));
@@ -53,29 +72,37 @@ void writeFileAtomic(const std::string& path, std::string_view content) {
       throw InputError("<stdout>", "write failed");
     return;
   }
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
+    throw InputError(path, "is a directory");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a pipe (/dev/null, /dev/stdout, a FIFO): written in place. Replacing it with
+    // a regular file by rename(2) would destroy it.
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd < 0)
+      throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+    if (!writeAll(fd, content)) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path, std::string("write failed: ") + std::strerror(err));
+    }
+    ::close(fd);
+    return;
+  }
   std::string tmpl = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
     throw InputError(path, std::string("cannot create temporary file: ") + std::strerror(errno));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      throw InputError(path, std::string("write failed: ") + std::strerror(err));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (!writeAll(fd, content)) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw InputError(path, std::string("write failed: ") + std::strerror(err));
   }
   // Keep the permissions of a file we replace; a new file gets 0666 minus the umask, like open(2).
-  struct stat st {};
   mode_t mode;
-  if (::stat(path.c_str(), &st) == 0) {
+  if (exists) {
     mode = st.st_mode & 07777;
   } else {
     mode_t mask = ::umask(0);

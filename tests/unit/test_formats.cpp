@@ -6,6 +6,11 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "xalloc/error.h"
@@ -311,6 +316,27 @@ TEST(Io, AtomicWriteReplacesAndLeavesNoTemporary) {
   EXPECT_THROW(writeFileAtomic((dir / "missing" / "x.json").string(), "x"), InputError);
   EXPECT_THROW(readFile((dir / "nope.json").string()), InputError);
   EXPECT_THROW(readFile(dir.string()), InputError);
+  fs::remove_all(dir);
+}
+
+// `-o /dev/null` or a named pipe: written in place, never replaced by a regular file (as root,
+// a rename over /dev/null would replace the device).
+TEST(Io, AtomicWriteLeavesDevicesAndPipesInPlace) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("xalloc_fifo_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Held open for reading and writing, the pipe takes the write without a reader thread.
+  const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  writeFileAtomic(fifo, "through the pipe\n");
+  char buf[64] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "through the pipe\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_THROW(writeFileAtomic(dir.string(), "x"), InputError); // a directory
   fs::remove_all(dir);
 }
 

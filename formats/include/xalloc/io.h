@@ -11,7 +11,8 @@ namespace xalloc {
 std::string readFile(const std::string& path);
 
 /// Writes `content` to `path` atomically: a temp file in the same folder, then rename(2).
-/// "-" writes to stdout. Throws InputError on failure and leaves `path` untouched.
+/// "-" writes to stdout; a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written in
+/// place. Throws InputError on failure and leaves a regular `path` untouched.
 void writeFileAtomic(const std::string& path, std::string_view content);
 
 /// Lowercase hex SHA-256 of bytes.
