@@ -23,6 +23,7 @@
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/idle_windows.h"
 #include "xalloc/profiler/inputs.h"
+#include "xalloc/profiler/launch.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/progress.h"
 #include "xalloc/profiler/signature.h"
@@ -84,8 +85,10 @@ public:
     p_.device = describeCpu(/*measure_bandwidth=*/false);
     openDb();
     const std::string memo_key = profileKey();
-    if (auto cached = cachedProfile(memo_key))
+    if (auto cached = cachedProfile(memo_key)) {
+      answerLauncher(memo_key);
       return std::move(*cached);
+    }
     p_.device.copy_bandwidth_gbps = cachedBandwidth();
 
     // Profile an inlined copy: the module's own graph stays untouched.
@@ -114,6 +117,7 @@ public:
       p_.settings.db_misses = db_->misses();
       db_->putDocument(memo_key, formats::toJson(p_).dump());
       db_->commit();
+      answerLauncher(memo_key);
     }
     if (!o_.trace_path.empty())
       writeChromeTrace(o_.trace_path, p_, timeline_);
@@ -157,6 +161,8 @@ private:
                           "|method " + std::to_string(kMeasureMethod);
     db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                      device, library);
+    db_device_ = device;
+    db_library_ = library;
   }
 
   // A finished profile is reused whole when the model's bytes, the inputs and every setting
@@ -187,22 +193,16 @@ private:
   std::optional<formats::Profile> cachedProfile(const std::string& key) {
     if (!db_ || !o_.trace_path.empty())
       return std::nullopt;
+    // A damaged or older entry reads as none: profile again (and overwrite it).
     auto body = db_->getDocument(key);
-    if (!body)
-      return std::nullopt;
-    formats::Profile p;
-    try {
-      p = formats::profileFromJson(nlohmann::json::parse(*body), db_->path());
-    } catch (const std::exception&) {
-      return std::nullopt; // a damaged or older entry: profile again (and overwrite it)
-    }
-    p.model.path = o_.model;
-    p.settings.input_file = o_.input_file;
-    p.settings.timing_db = db_->path();
-    p.settings.db_hits += p.settings.db_misses; // every measurement in it came from the database
-    p.settings.db_misses = 0;
-    p.settings.reused_profile = true;
-    return p;
+    return body ? launch::reusedProfile(*body, o_.model, o_.input_file, db_->path()) : std::nullopt;
+  }
+
+  // Run by xprof's launcher: tell it where this invocation's finished profile is.
+  void answerLauncher(const std::string& memo_key) {
+    const char* key = std::getenv(launch::kKeyEnv);
+    if (key && *key)
+      launch::store(db_->path(), key, {db_device_, db_library_, memo_key, o_.model, o_.input_file});
   }
 
   double cachedBandwidth() {
@@ -584,6 +584,7 @@ private:
   std::unique_ptr<tspass::GraphIndex> index_;
   std::unique_ptr<GraphRunner> runner_;
   std::unique_ptr<TimingDb> db_;
+  std::string db_device_, db_library_; // its scope (xprof's launcher reads the profile there)
   std::vector<c10::IValue> inputs_;
   std::string input_file_sha256_; // "" without --input-file
   std::vector<OpTiming> timeline_;

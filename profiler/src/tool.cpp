@@ -8,6 +8,7 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/profiler/inputs.h"
+#include "xalloc/profiler/launch.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 
@@ -22,17 +23,8 @@ int runXprof(XprofOptions o) {
   runtime::loadOps(); // models rewritten in the fast form use xalloc:: ops
   formats::Profile p = profileModel(o.profile);
   emitDocument(o.output, {}, formats::toJson(p));
-  if (!o.quiet && !o.output.empty() && o.output != "-") {
-    std::size_t noncontig = 0;
-    for (const auto& r : p.records)
-      noncontig += !r.contiguous;
-    std::cerr << "xprof: " << p.ops.size() << " ops, " << p.records.size() << " tensor values ("
-              << noncontig << " non-contiguous), " << p.conversion_cost_table.size()
-              << " layouts measured, " << p.gpu_idle_events.size() << " idle windows";
-    if (!p.settings.timing_db.empty())
-      std::cerr << ", " << p.settings.db_hits << " measurements reused";
-    std::cerr << " -> " << o.output << "\n";
-  }
+  if (!o.quiet && !o.output.empty() && o.output != "-")
+    std::cerr << launch::summaryLine(p) << " -> " << o.output << "\n";
   return kExitOk;
 }
 

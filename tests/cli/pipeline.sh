@@ -145,6 +145,23 @@ a, b = (json.load(open(f)) for f in sys.argv[1:3])
 assert b["settings"]["reused_profile"] and not a["settings"]["reused_profile"]
 assert a["records"] == b["records"] and a["gpu_idle_events"] == b["gpu_idle_events"]
 PY
+# That third run was answered by xprof's launcher, which loads no libtorch: the same document
+# xprof-core gives when it reuses the profile itself. A model changed in place is profiled anew.
+! ldd "$(command -v xprof)" | grep -q libtorch || fail "the xprof launcher loads libtorch"
+xprof-core "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/db3core.json" -q
+cmp -s "$WORK/db3.json" "$WORK/db3core.json" || fail "the launcher's answer differs from xprof-core's"
+cp "$XALLOC_SAMPLES/mixer.pt" "$WORK/changing.pt"
+xprof "$WORK/changing.pt" "${DBQ[@]}" -o "$WORK/ch1.json" -q
+xprof "$WORK/changing.pt" "${DBQ[@]}" -o "$WORK/ch2.json" -q
+cp "$XALLOC_SAMPLES/redundant.pt" "$WORK/changing.pt"
+xprof "$WORK/changing.pt" "${DBQ[@]}" -o "$WORK/ch3.json" -q
+python3 - "$WORK/ch1.json" "$WORK/ch2.json" "$WORK/ch3.json" <<'PY' || fail "launcher reuse"
+import json, sys
+a, b, c = (json.load(open(f)) for f in sys.argv[1:4])
+assert b["settings"]["reused_profile"] and a["records"] == b["records"]
+assert c["model"]["sha256"] != a["model"]["sha256"] and c["records"] != a["records"]
+PY
+
 # Off a terminal there is no progress bar: one summary line on stderr.
 [[ $(wc -l <"$WORK/db1.err") -eq 1 ]] && grep -q '^xprof: .* ops, .* idle windows' "$WORK/db1.err" ||
   fail "unexpected stderr: $(cat "$WORK/db1.err")"

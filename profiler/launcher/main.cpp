@@ -1,0 +1,50 @@
+// xprof: the command users run. A profile the timing database already holds for exactly this
+// invocation (see xalloc/profiler/launch.h) is written from there, without loading libtorch;
+// everything else runs xprof-core, which sits beside this program, with the same arguments.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/profiler/launch.h"
+#include "xalloc/tool.h"
+
+namespace {
+
+std::string selfDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0)
+    return ".";
+  std::string path(buf, static_cast<std::size_t>(n));
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  namespace launch = xalloc::profiler::launch;
+  const std::string core = selfDir() + "/xprof-core";
+  const launch::Invocation inv = launch::inspect(argc, argv, core);
+  ::unsetenv(launch::kKeyEnv);
+  if (inv.memoizable) {
+    if (auto hit = launch::lookup(inv.db_path, inv.key)) {
+      return xalloc::runGuarded("xprof", [&] {
+        xalloc::emitDocument(inv.output, {}, xalloc::formats::toJson(*hit));
+        if (!inv.quiet && !inv.output.empty() && inv.output != "-")
+          std::fprintf(stderr, "%s -> %s\n", launch::summaryLine(*hit).c_str(), inv.output.c_str());
+        return xalloc::kExitOk;
+      });
+    }
+    ::setenv(launch::kKeyEnv, inv.key.c_str(), 1);
+  }
+  ::execv(core.c_str(), argv);
+  std::fprintf(stderr, "xprof: error: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
+  return xalloc::kExitError;
+}
