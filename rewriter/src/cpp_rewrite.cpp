@@ -208,8 +208,9 @@ private:
     return false;
   }
 
+  // `why`: the reason an async decision is written as sync, for its note.
   void convert(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
-               const std::string& file, const std::string& content) {
+               const std::string& file, const std::string& content, const std::string& why = "") {
     // Already converted: the expression is the object of a `.contiguous()` call.
     const Expr* e = c.expr;
     if (inRuntimeCall(e, d, file))
@@ -259,7 +260,8 @@ private:
     }
     note(d.anchor, file,
          std::string(d.action == formats::Action::Async ? "async (as sync)" : "sync") +
-             ": converted `" + d.anchor.expr + "`" + (async_calls_ ? " with contiguousFast" : ""),
+             ": converted `" + d.anchor.expr + "`" + (async_calls_ ? " with contiguousFast" : "") +
+             why,
          false);
     ++out_.applied;
   }
@@ -290,24 +292,19 @@ private:
       return;
     const DynTypedNode parent = explicitParent(c.expr);
     const auto* var = parent.get<VarDecl>();
-    if (!var || !var->getType()->getContainedAutoType() || var->getType()->isReferenceType()) {
-      note(d.anchor, file,
-           "skipped: an async conversion needs `auto v = " + d.anchor.expr + ";` to hold it", true);
-      ++out_.skipped;
-      return;
-    }
+    // Where no handle can be held or waited on, the conversion is still worth its saving: it is
+    // written as sync, as the portable form writes it.
+    if (!var || !var->getType()->getContainedAutoType() || var->getType()->isReferenceType())
+      return convert(ctx, c, d, file, content, " (no `auto v = ...;` to hold an async handle)");
     const auto* fn = dyn_cast_or_null<FunctionDecl>(var->getParentFunctionOrMethod());
     UseCollector uses(var);
     if (fn && fn->getBody())
       uses.TraverseStmt(fn->getBody());
     SourceManager& sm = ctx.getSourceManager();
     for (const DeclRefExpr* u : uses.uses)
-      if (u->getBeginLoc().isMacroID()) {
-        note(d.anchor, file, "skipped: a use of `" + var->getNameAsString() + "` is in a macro",
-             true);
-        ++out_.skipped;
-        return;
-      }
+      if (u->getBeginLoc().isMacroID())
+        return convert(ctx, c, d, file, content,
+                       " (a use of `" + var->getNameAsString() + "` is in a macro: no wait there)");
     edit(file, c.begin, 0, "xalloc::runtime::contiguousAsync(");
     edit(file, c.end, 0, ")");
     for (const DeclRefExpr* u : uses.uses) {
