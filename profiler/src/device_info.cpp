@@ -1,10 +1,6 @@
-// describeCpu: /proc/cpuinfo, sysfs cache sizes, sched affinity, and a copy bandwidth probe.
+// describeCpu: the CPU's facts (cpu_facts.cpp), libtorch's thread count, and a copy bandwidth
+// probe.
 #include "xalloc/profiler/device_info.h"
-
-#include <fstream>
-#include <sched.h>
-#include <string>
-#include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -13,59 +9,9 @@
 
 namespace xalloc::profiler {
 
-int availableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
-
-namespace {
-
-std::string cpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        auto start = line.find_first_not_of(' ', colon + 1);
-        return start == std::string::npos ? "" : line.substr(start);
-      }
-    }
-  }
-  return "cpu";
-}
-
-// Size in bytes of the cache at `level` of `type` ("Data"/"Unified") from sysfs; 0 if unknown.
-std::int64_t cacheSize(int level, bool data) {
-  for (int i = 0; i < 8; ++i) {
-    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream lv(base + "level"), ty(base + "type"), sz(base + "size");
-    int l = 0;
-    std::string t, s;
-    if (!(lv >> l) || !(ty >> t) || !(sz >> s))
-      continue;
-    if (l != level || (data ? (t != "Data" && t != "Unified") : t != "Unified"))
-      continue;
-    std::int64_t v = std::stoll(s);
-    char unit = s.empty() ? 'B' : s.back();
-    if (unit == 'K')
-      v *= 1024;
-    else if (unit == 'M')
-      v *= 1024 * 1024;
-    return v;
-  }
-  return 0;
-}
-
-} // namespace
-
 double measureCopyBandwidthGbps() {
   // 64 MiB (or 2x the last-level cache, if larger) so the copy runs from memory.
-  std::int64_t bytes = std::max<std::int64_t>(64ll << 20, 2 * cacheSize(3, false));
+  std::int64_t bytes = std::max<std::int64_t>(64ll << 20, 2 * cpuCaches().l3_bytes);
   auto src = at::ones({bytes / 4}, at::kFloat);
   auto dst = at::empty_like(src);
   TimingStats s = timeRepeated([&] { dst.copy_(src); }, 2, 7);
@@ -78,9 +24,7 @@ formats::DeviceInfo describeCpu(bool measure_bandwidth) {
   d.name = cpuName();
   d.threads = at::get_num_threads();
   d.cores = availableCpus();
-  d.caches.l1d_bytes = cacheSize(1, true);
-  d.caches.l2_bytes = cacheSize(2, false);
-  d.caches.l3_bytes = cacheSize(3, false);
+  d.caches = cpuCaches();
   if (measure_bandwidth)
     d.copy_bandwidth_gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
   return d;

@@ -2,11 +2,9 @@
 #include "xalloc/profiler/launch.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +13,7 @@
 
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/version.h"
 
@@ -22,22 +21,13 @@ namespace xalloc::profiler::launch {
 
 namespace {
 
-// The CPU as the launcher can see it without libtorch: /proc/cpuinfo's model name, the cores
-// online, the cache sizes, and the variables that set libtorch's thread count.
+// The CPU as xprof-core's device fingerprint names it, less libtorch's thread count, which the
+// variables that set it stand in for.
 std::string scopeDevice() {
-  std::string name;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0) {
-      name = line.substr(line.find(':') + 1);
-      break;
-    }
-  std::string s = "launcher|" + name + "|cores=" + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-  s += "|caches=" + std::to_string(::sysconf(_SC_LEVEL1_DCACHE_SIZE)) + "," +
-       std::to_string(::sysconf(_SC_LEVEL2_CACHE_SIZE)) + "," +
-       std::to_string(::sysconf(_SC_LEVEL3_CACHE_SIZE));
-#endif
+  const formats::CacheInfo c = cpuCaches();
+  std::string s = "launcher|" + cpuName() + "|cores=" + std::to_string(availableCpus()) +
+                  "|caches=" + std::to_string(c.l1d_bytes) + "," + std::to_string(c.l2_bytes) +
+                  "," + std::to_string(c.l3_bytes);
   for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
     if (const char* v = std::getenv(var))
       s += std::string("|") + var + "=" + v;
