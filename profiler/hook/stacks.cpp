@@ -3,7 +3,8 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <unistd.h>
+
+#include "xalloc/io.h"
 
 namespace xprof_hook {
 
@@ -18,15 +19,6 @@ _Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
   u->ips[u->n++] = ip;
   return _URC_NO_REASON;
 }
-
-namespace {
-std::string selfExe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-} // namespace
 
 bool isUserObject(const std::string& path, const std::string& hook_path) {
   if (path.empty() || path == hook_path || path.find("linux-vdso") != std::string::npos)
@@ -48,7 +40,7 @@ std::vector<Module> loadedModules(const std::string& hook_path) {
         Module m;
         m.path = info->dlpi_name ? info->dlpi_name : "";
         if (out->empty() && m.path.empty())
-          m.path = selfExe(); // the first entry is the program itself
+          m.path = xalloc::selfExePath(); // the first entry is the program itself
         m.bias = info->dlpi_addr;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const auto& ph = info->dlpi_phdr[i];

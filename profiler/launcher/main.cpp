@@ -11,26 +11,13 @@
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
 #include "xalloc/profiler/launch.h"
 #include "xalloc/tool.h"
 
-namespace {
-
-std::string selfDir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0)
-    return ".";
-  std::string path(buf, static_cast<std::size_t>(n));
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
   namespace launch = xalloc::profiler::launch;
-  const std::string core = selfDir() + "/xprof-core";
+  const std::string core = xalloc::selfDir() + "/xprof-core";
   const launch::Invocation inv = launch::inspect(argc, argv, core);
   ::unsetenv(launch::kKeyEnv);
   if (inv.memoizable) {

@@ -32,13 +32,6 @@ namespace {
 
 const char* kTool = "xprof";
 
-std::string selfDir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? fs::path(std::string(buf, static_cast<std::size_t>(n))).parent_path().string()
-               : std::string(".");
-}
-
 // An executable named like a shell would find it: a path, or a name on $PATH.
 std::string findExecutable(const std::string& name) {
   if (name.find('/') != std::string::npos)

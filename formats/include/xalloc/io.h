@@ -23,4 +23,8 @@ std::string sha256File(const std::string& path);
 /// True if the file exists and is a regular file.
 bool isRegularFile(const std::string& path);
 
+/// The running program's file (/proc/self/exe), "" when unknown; and its folder ("." then).
+std::string selfExePath();
+std::string selfDir();
+
 } // namespace xalloc
