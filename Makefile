@@ -60,7 +60,7 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench bash bench/run.sh
 
 format: ## clang-format every C++ file in place
-	@git ls-files '*.cpp' '*.h' '*.h.in' | xargs clang-format -i
+	@git ls-files '*.cpp' '*.h' '*.h.in' '*.cu' | xargs clang-format -i
 
 clean: ## remove the build and the generated data
 	rm -rf $(BUILD_DIR) $(OUT)

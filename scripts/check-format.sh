@@ -6,6 +6,6 @@ command -v clang-format >/dev/null || { echo "check-format: clang-format not ins
 # tests/cpp_rewrite holds golden inputs for xrewrite --cpp: their exact text and line numbers are
 # the fixture, so they are left as written.
 find formats memplan costfit scheduler runtime torchscript_pass profiler rewriter samples tests bench \
-  -path tests/cpp_rewrite -prune -o \( -name '*.cpp' -o -name '*.h' \) -print0 |
+  -path tests/cpp_rewrite -prune -o \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' \) -print0 |
   xargs -0 clang-format --dry-run --Werror
 echo "check-format: clean"

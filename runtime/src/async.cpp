@@ -1,5 +1,6 @@
 // The async conversion runtime's CPU backend: a worker pool, the cache-blocked transpose, and
-// the TorchScript ops xalloc::contiguous_async and xalloc::contiguous.
+// the TorchScript ops xalloc::contiguous_async and xalloc::contiguous. CUDA tensors go to the
+// CUDA backend (cuda_async.cpp) when the runtime is built with XALLOC_WITH_CUDA.
 #include "xalloc/runtime/async.h"
 
 #include <algorithm>
@@ -14,6 +15,9 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include "transpose.h"
+#ifdef XALLOC_WITH_CUDA
+#include "cuda_async.h"
+#endif
 #include "xalloc/runtime/output_alloc.h"
 #include "xalloc/runtime/worker_pool.h"
 
@@ -40,33 +44,14 @@ std::optional<Transpose> asTranspose(const at::Tensor& t) {
   const auto item = t.element_size();
   if (item != 2 && item != 4 && item != 8)
     return std::nullopt;
-  // Merge neighbours that are contiguous with each other in the source (output order).
-  std::vector<std::pair<std::int64_t, std::int64_t>> m; // (size, stride)
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    const std::int64_t s = t.size(d), st = t.stride(d);
-    if (s == 1)
-      continue;
-    if (!m.empty() && m.back().second == st * s)
-      m.back() = {m.back().first * s, st};
-    else
-      m.emplace_back(s, st);
-  }
-  Transpose tr;
-  if (m.size() == 3) {
-    tr.batch = m[0].first;
-    tr.batch_stride = m[0].second;
-    m.erase(m.begin());
-  }
-  if (m.size() != 2)
-    return std::nullopt;
-  tr.rows = m[0].first;
-  tr.cols = m[1].first;
-  if (m[0].second != 1 || m[1].second != tr.rows)
-    return std::nullopt;
-  return tr;
+  return asBatchedTranspose(t.sizes().data(), t.strides().data(), t.dim());
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
+#ifdef XALLOC_WITH_CUDA
+  if (self.is_cuda())
+    return cuda::start(self);
+#endif
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());
   if (self.is_contiguous()) {
     future->markCompleted(self);
@@ -104,10 +89,18 @@ const torch::jit::RegisterOperators
 } // namespace
 
 bool hasFastKernel(const at::Tensor& self) {
+#ifdef XALLOC_WITH_CUDA
+  if (self.is_cuda())
+    return cuda::hasKernel(self);
+#endif
   return asTranspose(self).has_value();
 }
 
 at::Tensor contiguousFast(const at::Tensor& self, bool parallel) {
+#ifdef XALLOC_WITH_CUDA
+  if (self.is_cuda())
+    return cuda::contiguousFast(self);
+#endif
   // Dense CPU tensors without lazy negation/conjugation or autograd history get an output of
   // their own (huge pages when large, see output_alloc.h); anything else is ATen's business.
   if (self.is_contiguous() || !self.device().is_cpu() || self.layout() != at::kStrided ||
@@ -122,6 +115,10 @@ void contiguousInto(const at::Tensor& self, at::Tensor& out, bool parallel) {
   TORCH_CHECK(out.is_contiguous() && out.sizes() == self.sizes() &&
                   out.scalar_type() == self.scalar_type() && out.device() == self.device(),
               "xalloc: contiguousInto needs a contiguous output of the input's sizes and dtype");
+#ifdef XALLOC_WITH_CUDA
+  if (self.is_cuda())
+    return cuda::contiguousInto(self, out);
+#endif
   auto tr = asTranspose(self);
   if (tr && !self.requires_grad())
     transpose(self.data_ptr(), out.data_ptr(), static_cast<std::size_t>(self.element_size()), *tr,

@@ -13,6 +13,7 @@
 #include <c10/util/Exception.h>
 
 #include "xalloc/runtime/ledger.h"
+#include "xalloc/torch_compat.h"
 
 namespace xalloc::runtime {
 
@@ -89,7 +90,7 @@ void deleteBlock(void* data) {
 
 class GracefulCpuAllocator final : public c10::Allocator {
 public:
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) XALLOC_ALLOCATE_CONST override {
     Upstream* stack = current_.load(std::memory_order_acquire);
     void* base = nullptr;
     try {
@@ -104,6 +105,7 @@ public:
     void* data = static_cast<char*>(base) + kHeader;
     return {data, data, &deleteBlock, c10::Device(c10::DeviceType::CPU)};
   }
+  XALLOC_ALLOCATOR_COPY_DATA
   c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
   std::atomic<Upstream*> current_{nullptr};
 };

@@ -22,6 +22,8 @@
 #include <sys/mman.h>
 #endif
 
+#include "xalloc/torch_compat.h"
+
 namespace xalloc::runtime {
 
 namespace {
@@ -107,7 +109,7 @@ c10::DataPtr mapHuge(std::size_t bytes) {
 
 class OutputAllocator final : public c10::Allocator {
 public:
-  c10::DataPtr allocate(std::size_t bytes) const override {
+  c10::DataPtr allocate(std::size_t bytes) XALLOC_ALLOCATE_CONST override {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= kHugePageOutputBytes) {
       c10::DataPtr p = mapHuge(bytes);
@@ -117,6 +119,7 @@ public:
 #endif
     return c10::GetDefaultCPUAllocator()->allocate(bytes);
   }
+  XALLOC_ALLOCATOR_COPY_DATA
   c10::DeleterFnPtr raw_deleter() const override {
     return nullptr;
   }

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <ATen/Parallel.h>
 
@@ -173,6 +175,33 @@ template <typename T> void dispatch(const T* in, T* out, const Transpose& tr, bo
 }
 
 } // namespace
+
+std::optional<Transpose> asBatchedTranspose(const std::int64_t* sizes, const std::int64_t* strides,
+                                            std::int64_t ndim) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> m; // (size, stride), output order
+  for (std::int64_t d = 0; d < ndim; ++d) {
+    const std::int64_t s = sizes[d], st = strides[d];
+    if (s == 1)
+      continue;
+    if (!m.empty() && m.back().second == st * s)
+      m.back() = {m.back().first * s, st};
+    else
+      m.emplace_back(s, st);
+  }
+  Transpose tr;
+  if (m.size() == 3) {
+    tr.batch = m[0].first;
+    tr.batch_stride = m[0].second;
+    m.erase(m.begin());
+  }
+  if (m.size() != 2)
+    return std::nullopt;
+  tr.rows = m[0].first;
+  tr.cols = m[1].first;
+  if (m[0].second != 1 || m[1].second != tr.rows)
+    return std::nullopt;
+  return tr;
+}
 
 void transpose(const void* in, void* out, std::size_t item, const Transpose& tr, bool parallel) {
   if (item == 2)

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include <c10/core/Allocator.h>
 #include <c10/core/ScalarType.h>
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -17,6 +18,19 @@
 #define XALLOC_TORCH_AT_LEAST(major, minor)                                                        \
   (TORCH_VERSION_MAJOR > (major) ||                                                                \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+// c10::Allocator changed in 2.3: allocate() is no longer const, and copy_data() is a pure
+// virtual every allocator implements. The runtime's allocators spell both with these.
+#if XALLOC_TORCH_AT_LEAST(2, 3)
+#define XALLOC_ALLOCATE_CONST
+#define XALLOC_ALLOCATOR_COPY_DATA                                                                 \
+  void copy_data(void* dest, const void* src, std::size_t count) const override {                  \
+    default_copy_data(dest, src, count);                                                           \
+  }
+#else
+#define XALLOC_ALLOCATE_CONST const
+#define XALLOC_ALLOCATOR_COPY_DATA
+#endif
 
 namespace xalloc::compat {
 

@@ -12,8 +12,11 @@
 //   at::Tensor y = h.wait();                                         // contiguous, same values
 //
 // An already-contiguous input completes at once and returns itself. The input is held until the
-// copy is done, whatever the caller does with its own references. Workers: XALLOC_ASYNC_WORKERS
-// (default 1).
+// copy is done, whatever the caller does with its own references. CPU tensors: a pool of worker
+// threads (XALLOC_ASYNC_WORKERS, default 1) completes the future. CUDA tensors (a runtime built
+// with XALLOC_WITH_CUDA): the copy runs on a high-priority side stream after the producer's
+// work, and wait() makes the caller's current stream wait for it without blocking the host
+// (runtime/README.md gives the stream rules).
 #pragma once
 
 #include <ATen/core/Tensor.h>
