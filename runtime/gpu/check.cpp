@@ -200,15 +200,21 @@ graph(%x : Tensor):
   %f : Future(Tensor) = xalloc::contiguous_async(%t)
   %s : Tensor = xalloc::contiguous(%t)
   %c : Tensor = aten::wait(%f)
-  return (%c, %s))IR",
+  %two : int = prim::Constant[value=2]()
+  %m : Tensor = aten::mul(%c, %two)
+  return (%m, %s))IR",
                       graph.get());
   torch::jit::GraphExecutor exec(graph, "gpu_check");
-  const at::Tensor x = randomBits({777, 513}, at::kFloat);
+  const at::Tensor x = at::randn({777, 513}, at::kCUDA);
+  torch::cuda::synchronize();
+  // The producer's stream is busy, so the side stream's copy runs late: the consumer (aten::mul
+  // after aten::wait) must still see its result.
+  at::cuda::sleep(50 * 1000 * 1000);
   torch::jit::Stack stack{x};
   exec.run(stack);
-  check(sameBits(stack[0].toTensor(), x.t().contiguous()) &&
+  check(sameBits(stack[0].toTensor(), x.t().contiguous() * 2) &&
             sameBits(stack[1].toTensor(), x.t().contiguous()),
-        "TorchScript: contiguous_async + aten::wait and contiguous on CUDA tensors");
+        "TorchScript: contiguous_async + aten::wait (joined at launch) and contiguous on CUDA");
 }
 
 } // namespace

@@ -47,10 +47,14 @@ std::optional<Transpose> asTranspose(const at::Tensor& t) {
   return asBatchedTranspose(t.sizes().data(), t.strides().data(), t.dim());
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
+// `from_graph`: started by the TorchScript op, whose consumer is the interpreter's aten::wait
+// (on CUDA the copy then joins the producer's stream at once; see cuda_async.cpp).
+c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self, bool from_graph) {
 #ifdef XALLOC_WITH_CUDA
   if (self.is_cuda())
-    return cuda::start(self);
+    return cuda::start(self, /*join_now=*/from_graph);
+#else
+  (void)from_graph;
 #endif
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());
   if (self.is_contiguous()) {
@@ -73,7 +77,7 @@ const torch::jit::RegisterOperators
                   "xalloc::contiguous_async(Tensor self) -> Future(Tensor)",
                   [](torch::jit::Stack& stack) {
                     at::Tensor self = torch::jit::pop(stack).toTensor();
-                    torch::jit::push(stack, start(self));
+                    torch::jit::push(stack, start(self, /*from_graph=*/true));
                   },
                   c10::AliasAnalysisKind::CONSERVATIVE),
               // The fast form's sync conversion: aten::contiguous with the runtime's kernel and
@@ -136,7 +140,7 @@ at::Tensor AsyncHandle::wait() const {
 }
 
 AsyncHandle contiguousAsync(const at::Tensor& self) {
-  return AsyncHandle(start(self));
+  return AsyncHandle(start(self, /*from_graph=*/false));
 }
 
 int loadOps() {

@@ -11,11 +11,16 @@
 //   4. Input and output are held by the runtime until that event has completed (a reaper
 //      thread polls it), whatever the caller does with its own references: neither block can
 //      return to the allocator while the side stream may still touch it.
-//   5. The future is completed at once, with its completion event recorded on the side stream
-//      (ivalue::Future with the device set); `aten::wait` / AsyncHandle::wait() make the
-//      consumer's current stream wait on that event, without blocking the host. Waiting on
-//      another stream than the producer's falls back to record_stream for the output (the
-//      Future does it), which is correct but keeps the block longer.
+//   5. The future (an ivalue::Future with the device set) is completed at once, its completion
+//      event recorded on the side stream. AsyncHandle::wait() (Future::wait) makes the caller's
+//      current stream wait on that event, without blocking the host: the copy overlaps whatever
+//      the producer's stream runs until then. Waiting on another stream than the producer's
+//      falls back to record_stream for the output (the Future does it).
+//   6. In a TorchScript graph the consumer is `aten::wait`, and the JIT interpreter's WAIT
+//      instruction takes a completed future's value without Future::wait(), so no stream would
+//      wait for the copy. The op therefore joins at launch (`join_now`): the producer's stream
+//      waits on the completion event right away. Correct on any stream; the copy then overlaps
+//      nothing on the producer's stream (GPU work is asynchronous to the host either way).
 #include "cuda_async.h"
 
 #include <algorithm>
@@ -95,7 +100,17 @@ private:
         std::unique_lock<std::mutex> g(mu_);
         cv_.wait(g, [this] { return !pending_.empty(); });
         for (auto it = pending_.begin(); it != pending_.end();) {
-          if ((*it)->done.query()) {
+          bool done = false;
+          try {
+            done = (*it)->done.query();
+          } catch (const c10::Error&) {
+            // The context is gone (a sticky error, or the CUDA runtime unloading at exit):
+            // nothing may be freed through it any more; let the process keep what it holds.
+            (void)it->release();
+            it = pending_.erase(it);
+            continue;
+          }
+          if (done) {
             finished.push_back(std::move(*it));
             it = pending_.erase(it);
           } else {
@@ -154,7 +169,7 @@ bool hasKernel(const at::Tensor& self) {
   return asBatchedTranspose(self.sizes().data(), self.strides().data(), self.dim()).has_value();
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
+c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self, bool join_now) {
   const c10::Device device = self.device();
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get(),
                                                          std::vector<c10::Device>{device});
@@ -178,6 +193,8 @@ c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self) {
     // Recorded on the current (side) stream: a waiter's stream waits for the copy.
     future->markCompleted(out);
   }
+  if (join_now)
+    flight->done.block(producer);
   flight->in = self;
   flight->out = std::move(out);
   keepAlive().add(std::move(flight));

@@ -10,8 +10,10 @@
 namespace xalloc::runtime::cuda {
 
 /// contiguous_async on a CUDA tensor: the copy on a high-priority side stream after the
-/// producer's work, the future completed with an event the consumer's stream waits on.
-c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self);
+/// producer's work, the future completed with an event the consumer's stream waits on in
+/// Future::wait(). `join_now`: the producer's stream waits for the copy at once (the TorchScript
+/// op: the interpreter's aten::wait never calls Future::wait() on a completed future).
+c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self, bool join_now);
 
 /// self.contiguous() on the current stream, with the tiled kernel where it applies.
 at::Tensor contiguousFast(const at::Tensor& self);
