@@ -1,0 +1,31 @@
+# CUDA for the runtime's CUDA backend. Included from the top-level directory (CMake wants a
+# language enabled in the highest directory common to the targets that compile or link it).
+#   XALLOC_WITH_CUDA=ON: CUDA is enabled and required (a libtorch with CUDA).
+#   otherwise: when nvcc and the toolkit are found, CUDA is enabled only to compile the CUDA
+#   sources (XALLOC_CUDA_COMPILE_CHECK), against the CUDA headers Debian's libtorch ships.
+if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 80 90)
+endif()
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+set(XALLOC_CUDA_COMPILE_CHECK OFF)
+if(XALLOC_WITH_CUDA)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+else()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit QUIET)
+    if(CUDAToolkit_FOUND)
+      set(XALLOC_CUDA_COMPILE_CHECK ON)
+    endif()
+  endif()
+endif()
