@@ -29,6 +29,10 @@ int main() {
       {"float32 [8,128,64,64] heads: permute(0,2,1,3)",
        at::randn({8, 128, 4, 64}).permute({0, 2, 1, 3})},
       {"float32 [12,197,64] -> [12,64,197] (attn K^T)", at::randn({12, 197, 64}).transpose(1, 2)},
+      {"float32 split heads K^T [4,12,64,197] (ld 768)",
+       at::randn({4, 197, 12, 64}).permute({0, 2, 3, 1})},
+      {"float32 [1024,4096][:, 1024:3072].t() (ld 4096)",
+       at::randn({1024, 4096}).narrow(1, 1024, 2048).t()},
       {"float16 [2048,2048].t()", at::randn({2048, 2048}).to(at::kHalf).t()},
       {"float64 [2048,1024].t()", at::randn({2048, 1024}, at::kDouble).t()},
   };

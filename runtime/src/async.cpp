@@ -44,7 +44,12 @@ std::optional<Transpose> asTranspose(const at::Tensor& t) {
   const auto item = t.element_size();
   if (item != 2 && item != 4 && item != 8)
     return std::nullopt;
-  return asBatchedTranspose(t.sizes().data(), t.strides().data(), t.dim());
+  auto tr = asBatchedTranspose(t.sizes().data(), t.strides().data(), t.dim());
+  // Matrices cut from wider ones, or under several batch dimensions, need rows of 16 bytes at
+  // least (one register of the micro-kernel); narrower ones gather like ATen's loop does.
+  if (tr && (tr->ld != tr->rows || tr->batch_dims > 1) && tr->rows * item < 16)
+    return std::nullopt;
+  return tr;
 }
 
 // `from_graph`: started by the TorchScript op, whose consumer is the interpreter's aten::wait

@@ -20,11 +20,20 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kRowsPerPass = 8;
 
+// Offset of linear batch index b in the source (Transpose::batchOffset, on the device).
+__device__ inline std::int64_t batchOffset(const Transpose& tr, std::int64_t b) {
+  std::int64_t off = 0;
+  for (int d = tr.batch_dims - 1; d >= 0; --d) {
+    off += b % tr.batch_sizes[d] * tr.batch_strides[d];
+    b /= tr.batch_sizes[d];
+  }
+  return off;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kTile* kRowsPerPass)
-    transposeTiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
-                   std::int64_t cols, std::int64_t batch_stride, std::int64_t tiles_r,
-                   std::int64_t tiles_c, std::int64_t tiles) {
+    transposeTiles(const T* __restrict__ in, T* __restrict__ out, const Transpose tr,
+                   std::int64_t tiles_r, std::int64_t tiles_c, std::int64_t tiles) {
   __shared__ T tile[kTile][kTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -32,20 +41,20 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
     const std::int64_t rc = t % (tiles_r * tiles_c);
     const std::int64_t i0 = (rc % tiles_r) * kTile; // output row = source's contiguous index
     const std::int64_t j0 = (rc / tiles_r) * kTile; // output column = source row
-    const T* src = in + b * batch_stride;
-    T* dst = out + b * rows * cols;
+    const T* src = in + batchOffset(tr, b);
+    T* dst = out + b * tr.rows * tr.cols;
     // Read: source row j0+y, elements i0+tx (contiguous in the source).
     for (int y = ty; y < kTile; y += kRowsPerPass) {
       const std::int64_t i = i0 + tx, j = j0 + y;
-      if (i < rows && j < cols)
-        tile[y][tx] = src[j * rows + i];
+      if (i < tr.rows && j < tr.cols)
+        tile[y][tx] = src[j * tr.ld + i];
     }
     __syncthreads();
     // Write: output row i0+y, elements j0+tx (contiguous in the output).
     for (int y = ty; y < kTile; y += kRowsPerPass) {
       const std::int64_t i = i0 + y, j = j0 + tx;
-      if (i < rows && j < cols)
-        dst[i * cols + j] = tile[tx][y];
+      if (i < tr.rows && j < tr.cols)
+        dst[i * tr.cols + j] = tile[tx][y];
     }
     __syncthreads(); // the tile is reused by the next iteration
   }
@@ -55,14 +64,13 @@ template <typename T>
 cudaError_t launch(const void* in, void* out, const Transpose& tr, cudaStream_t stream) {
   const std::int64_t tiles_r = (tr.rows + kTile - 1) / kTile;
   const std::int64_t tiles_c = (tr.cols + kTile - 1) / kTile;
-  const std::int64_t tiles = tr.batch * tiles_r * tiles_c;
+  const std::int64_t tiles = tr.batch() * tiles_r * tiles_c;
   if (tiles == 0)
     return cudaSuccess;
   // Enough blocks to fill every multiprocessor many times over; more only queue.
   const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(tiles, 65535 * 8));
   transposeTiles<T><<<blocks, dim3(kTile, kRowsPerPass), 0, stream>>>(
-      static_cast<const T*>(in), static_cast<T*>(out), tr.rows, tr.cols, tr.batch_stride, tiles_r,
-      tiles_c, tiles);
+      static_cast<const T*>(in), static_cast<T*>(out), tr, tiles_r, tiles_c, tiles);
   return cudaGetLastError();
 }
 

@@ -104,8 +104,7 @@ void tile(const T* src, T* dst, const Transpose& tr, std::int64_t i0, std::int64
           std::int64_t j0, std::int64_t nj, T* buf) {
   constexpr std::int64_t B = tileFor<T>();
   for (std::int64_t j = 0; j < nj; ++j)
-    std::memcpy(buf + j * B, src + (j0 + j) * tr.rows + i0,
-                static_cast<std::size_t>(ni) * sizeof(T));
+    std::memcpy(buf + j * B, src + (j0 + j) * tr.ld + i0, static_cast<std::size_t>(ni) * sizeof(T));
   std::int64_t i = 0;
 #if defined(__SSE2__)
   constexpr std::int64_t M = microFor(static_cast<const T*>(nullptr));
@@ -137,7 +136,7 @@ void run(const T* in, T* out, const Transpose& tr, bool parallel) {
     alignas(64) T buf[B * B];
     for (std::int64_t u = begin; u < end; ++u) {
       const std::int64_t b = u / row_blocks, i0 = u % row_blocks * B;
-      const T* src = in + b * tr.batch_stride;
+      const T* src = in + tr.batchOffset(b);
       T* dst = out + b * tr.rows * tr.cols;
       for (std::int64_t j0 = 0; j0 < tr.cols; j0 += B)
         tile<T, Stream>(src, dst, tr, i0, std::min(B, tr.rows - i0), j0, std::min(B, tr.cols - j0),
@@ -148,7 +147,7 @@ void run(const T* in, T* out, const Transpose& tr, bool parallel) {
       _mm_sfence(); // this thread's streamed lines are visible before the output is handed over
 #endif
   };
-  const std::int64_t n = tr.batch * row_blocks;
+  const std::int64_t n = tr.batch() * row_blocks;
   if (!parallel) {
     units(0, n);
     return;
@@ -159,7 +158,7 @@ void run(const T* in, T* out, const Transpose& tr, bool parallel) {
 }
 
 template <typename T> void dispatch(const T* in, T* out, const Transpose& tr, bool parallel) {
-  const auto bytes = static_cast<std::int64_t>(sizeof(T)) * tr.batch * tr.rows * tr.cols;
+  const auto bytes = static_cast<std::int64_t>(sizeof(T)) * tr.batch() * tr.rows * tr.cols;
 #if defined(__SSE2__)
   // Streaming stores need every 16-byte store aligned: a 16-byte aligned output whose rows are
   // whole multiples of 16 bytes (the micro-kernel starts each row segment at a multiple of M).
@@ -188,18 +187,20 @@ std::optional<Transpose> asBatchedTranspose(const std::int64_t* sizes, const std
     else
       m.emplace_back(s, st);
   }
+  if (m.size() < 2 || m.size() > 2 + Transpose::kMaxBatchDims)
+    return std::nullopt;
   Transpose tr;
-  if (m.size() == 3) {
-    tr.batch = m[0].first;
-    tr.batch_stride = m[0].second;
-    m.erase(m.begin());
+  const std::size_t k = m.size() - 2;
+  tr.rows = m[k].first;
+  tr.cols = m[k + 1].first;
+  tr.ld = m[k + 1].second;
+  if (m[k].second != 1 || tr.ld < tr.rows)
+    return std::nullopt;
+  tr.batch_dims = static_cast<int>(k);
+  for (std::size_t d = 0; d < k; ++d) {
+    tr.batch_sizes[d] = m[d].first;
+    tr.batch_strides[d] = m[d].second;
   }
-  if (m.size() != 2)
-    return std::nullopt;
-  tr.rows = m[0].first;
-  tr.cols = m[1].first;
-  if (m[0].second != 1 || m[1].second != tr.rows)
-    return std::nullopt;
   return tr;
 }
 

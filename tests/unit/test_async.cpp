@@ -60,6 +60,37 @@ TEST(Async, BlockedTransposeMatchesATenBitForBit) {
   EXPECT_FALSE(hasFastKernel(at::zeros({64, 128, 4}).transpose(0, 1)));
 }
 
+// Matrices cut from wider ones (ld > rows) and several batch dimensions: attention's K^T after
+// the heads are split with view + transpose, a transposed slice, heads over a sliced batch.
+TEST(Async, BlockedTransposeReadsMatricesCutFromWiderOnes) {
+  const auto bits = [](std::vector<std::int64_t> shape, c10::ScalarType dtype) {
+    at::Tensor raw = at::randint(0, 256, shape, at::kByte);
+    shape.back() /= static_cast<std::int64_t>(c10::elementSize(dtype));
+    return raw.view(dtype);
+  };
+  // [B, T, C] -> [B, H, T, D] -> K^T [B, H, D, T]: ld = C, two batch dimensions.
+  const at::Tensor k = bits({4, 197, 768 * 4}, at::kFloat).view({4, 197, 12, 64}).transpose(1, 2);
+  const at::Tensor kt = k.transpose(-2, -1);
+  const std::vector<std::pair<std::string, at::Tensor>> cases = {
+      {"K^T of split heads", kt},
+      {"K^T float16",
+       bits({2, 128, 512 * 2}, at::kHalf).view({2, 128, 8, 64}).permute({0, 2, 3, 1})},
+      {"transposed slice", bits({300, 1000 * 8}, at::kDouble).narrow(1, 100, 600).t()},
+      {"heads of every other batch", bits({6, 64, 256 * 4}, at::kFloat)
+                                         .slice(0, 0, 6, 2)
+                                         .view({3, 64, 4, 64})
+                                         .permute({0, 2, 3, 1})},
+  };
+  for (const auto& [name, view] : cases) {
+    EXPECT_TRUE(hasFastKernel(view))
+        << name << " sizes " << view.sizes() << " strides " << view.strides();
+    EXPECT_TRUE(sameBits(contiguousFast(view), view.contiguous())) << name;
+    EXPECT_TRUE(sameBits(contiguousFast(view, /*parallel=*/false), view.contiguous())) << name;
+  }
+  // Rows narrower than 16 bytes out of wider matrices stay with ATen's loop.
+  EXPECT_FALSE(hasFastKernel(at::zeros({512, 1000}).narrow(1, 0, 3).t()));
+}
+
 // Every path of the kernel on purpose: whole and partial tiles, outputs large enough for
 // streaming stores with rows that are and are not multiples of 16 bytes, batches with a batch
 // stride of their own, a storage offset, and arbitrary bit patterns (NaN payloads included).
