@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -140,11 +141,21 @@ KeepAlive& keepAlive() {
   return *k;
 }
 
+/// The layout as the tiled kernel takes it, when it does (see hasKernel).
+std::optional<Transpose> kernelLayout(const at::Tensor& self) {
+  if (!self.is_cuda() || self.is_contiguous() || self.layout() != at::kStrided ||
+      self.is_quantized() || self.is_neg() || self.is_conj() || self.requires_grad())
+    return std::nullopt;
+  const auto item = self.element_size();
+  if (item != 1 && item != 2 && item != 4 && item != 8)
+    return std::nullopt;
+  return asBatchedTranspose(self.sizes().data(), self.strides().data(), self.dim());
+}
+
 /// Writes self's values into out (contiguous, same sizes, dtype and device) on the current
 /// stream: the tiled kernel for batched 2-D transposes, ATen's copy otherwise.
 void convertInto(const at::Tensor& self, at::Tensor& out) {
-  if (hasKernel(self)) {
-    const auto tr = asBatchedTranspose(self.sizes().data(), self.strides().data(), self.dim());
+  if (const auto tr = kernelLayout(self)) {
     C10_CUDA_CHECK(launchTranspose(self.data_ptr(), out.data_ptr(),
                                    static_cast<std::size_t>(self.element_size()), *tr,
                                    c10::cuda::getCurrentCUDAStream(self.device().index())));
@@ -160,13 +171,7 @@ at::Tensor emptyContiguous(const at::Tensor& like) {
 } // namespace
 
 bool hasKernel(const at::Tensor& self) {
-  if (!self.is_cuda() || self.is_contiguous() || self.layout() != at::kStrided ||
-      self.is_quantized() || self.is_neg() || self.is_conj() || self.requires_grad())
-    return false;
-  const auto item = self.element_size();
-  if (item != 1 && item != 2 && item != 4 && item != 8)
-    return false;
-  return asBatchedTranspose(self.sizes().data(), self.strides().data(), self.dim()).has_value();
+  return kernelLayout(self).has_value();
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> start(const at::Tensor& self, bool join_now) {
