@@ -16,6 +16,7 @@
 //     meanwhile; the runtime counts them in flight until the completion event;
 //   - many conversions in flight at once, on the fixed set of side streams;
 //   - the TorchScript ops in a graph on CUDA tensors.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>

@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
