@@ -43,6 +43,16 @@ const Node* readerOf(const Node* user, std::string* via) {
   return uses.front().user;
 }
 
+// An exposed linear as the rewrite runs it: `aten::linear` itself (the weight is `wt.t()`, the
+// very view of W the model passes) unless its transposed weight was converted.
+at::Tensor runLinear(const at::Tensor& x, const at::Tensor& wt, const at::Tensor& bias,
+                     bool weight_converted) {
+  if (!weight_converted)
+    return at::linear(x, wt.t(), bias);
+  at::Tensor y = at::matmul(x, wt);
+  return bias.defined() ? at::add(y, bias) : y;
+}
+
 } // namespace
 
 void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
@@ -110,19 +120,30 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   std::string swap_at;
   const torch::jit::Stack as_is = stackWith(value, nullptr);
   const torch::jit::Stack swapped = stackWith(other, &swap_at);
-  if (!compareLayouts([&](bool swap) { return runner.runOp(reader, swap ? swapped : as_is); },
-                      to_contiguous, c))
+  bool linear = false;
+  const Value* bias = ctx.exposed ? tspass::exposedBias(*ctx.exposed, reader, &linear) : nullptr;
+  const bool weight_converted = linear && v == reader->input(1);
+  auto run = [&](bool swap) {
+    const torch::jit::Stack& s = swap ? swapped : as_is;
+    if (!linear)
+      return runner.runOp(reader, s);
+    return std::vector<c10::IValue>{runLinear(
+        s[0].toTensor(), s[1].toTensor(), bias ? runner.valueOf(t, bias).toTensor() : at::Tensor(),
+        swap && weight_converted)};
+  };
+  if (!compareLayouts(run, to_contiguous, c))
     return;
   // Correctness is checked on every run; only the timings come from the database.
-  const std::string key = "consumer|" + opSignature(reader, as_is) + "|swap:" + swap_at + "|" +
-                          layoutSignature(other) + repeatsTag(ctx.warmup, ctx.repeats);
+  const std::string key = "consumer|" + opSignature(reader, as_is) + (linear ? "|linear" : "") +
+                          "|swap:" + swap_at + "|" + layoutSignature(other) +
+                          repeatsTag(ctx.warmup, ctx.repeats);
   auto hit = ctx.db ? ctx.db->getAll({key + "|a", key + "|b", key + "|d"}) : std::nullopt;
   PairedTiming m;
   if (hit) {
     m = {(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
   } else {
-    m = timeInterleaved([&] { (void)runner.runOp(reader, as_is); },
-                        [&] { (void)runner.runOp(reader, swapped); }, ctx.warmup, ctx.repeats);
+    m = timeInterleaved([&] { (void)run(false); }, [&] { (void)run(true); }, ctx.warmup,
+                        ctx.repeats);
     if (ctx.db) {
       ctx.db->put(key + "|a", {m.a, 0});
       ctx.db->put(key + "|b", {m.b, 0});

@@ -33,6 +33,7 @@
 #include "xalloc/torch_compat.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/mutation.h"
 #include "xalloc/version.h"
@@ -51,7 +52,7 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
 
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
-constexpr int kMeasureMethod = 2;
+constexpr int kMeasureMethod = 3; // 3: linears exposed (tspass/linear.h)
 
 class Profiler {
 public:
@@ -94,6 +95,7 @@ public:
     // Profile an inlined copy: the module's own graph stays untouched.
     graph_ = method->graph()->copy();
     torch::jit::Inline(*graph_);
+    exposed_ = tspass::exposeLinearWeights(*graph_);
     index_ = std::make_unique<tspass::GraphIndex>(*graph_);
     tspass::MutationInfo mutation(graph_);
     runner_ = std::make_unique<GraphRunner>(*index_);
@@ -568,8 +570,8 @@ private:
         continue;
       }
       for (auto& c : r.consumers) {
-        measureConsumer({*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats}, v, other,
-                        to_contiguous, c);
+        measureConsumer({*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats, &exposed_}, v,
+                        other, to_contiguous, c);
         progress_.tick(++done);
       }
       if (db_)
@@ -581,6 +583,7 @@ private:
   Progress progress_;
   formats::Profile p_;
   std::shared_ptr<torch::jit::Graph> graph_;
+  std::vector<tspass::ExposedLinear> exposed_;
   std::unique_ptr<tspass::GraphIndex> index_;
   std::unique_ptr<GraphRunner> runner_;
   std::unique_ptr<TimingDb> db_;

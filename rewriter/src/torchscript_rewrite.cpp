@@ -14,6 +14,7 @@
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -78,9 +79,12 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   auto graph = tspass::inlineMethod(model.module, o.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::string before = tspass::graphText(*graph);
+  // Numbered as xprof numbered it: with linears exposed; those no decision touched go back.
+  const auto exposed = tspass::exposeLinearWeights(*graph);
   tspass::ApplyOptions apply;
   apply.async_as_sync = o.form != "fast";
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
+  tspass::restoreLinears(exposed);
   const std::string after = tspass::graphText(*graph);
   reportResults(report, schedule, o.quiet);
 

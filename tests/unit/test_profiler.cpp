@@ -27,6 +27,7 @@
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -114,13 +115,37 @@ TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   EXPECT_EQ(y->bytes, 8 * 96 * 64 * 4);
   ASSERT_EQ(y->consumers.size(), 2u);
   for (const auto& c : y->consumers) {
-    EXPECT_EQ(opById(p, c.op_id).kind, "aten::linear");
+    // The linears, exposed (tspass/linear.h): y is read by the matmul of each.
+    EXPECT_EQ(opById(p, c.op_id).kind, "aten::matmul");
+    EXPECT_EQ(opById(p, c.op_id).anchor.expr, "F.linear(input, self.weight, self.bias)");
     EXPECT_TRUE(c.measured) << c.note;
+    EXPECT_TRUE(c.identical_output) << c.note;
     ASSERT_TRUE(c.time_contiguous_ms.has_value());
     EXPECT_GT(c.time_as_is_ms, 0.0);
     EXPECT_GE(y->last_use, c.op_id);
   }
   EXPECT_EQ(opById(p, *y->producer_op).anchor.expr, "self.norm(x).transpose(1, 2)");
+  // The weights the linears read transposed: token_fc1 [128, 64] read as [64, 128] with
+  // strides (1, 64), token_fc2 [64, 128] as [128, 64], gate [64, 64]; each has one consumer,
+  // its matmul, measured as the whole linear against the exposed ops with the weight converted.
+  std::vector<std::vector<std::int64_t>> transposed;
+  for (const auto& r : p.records) {
+    if (!r.producer_op || opById(p, *r.producer_op).kind != "aten::t")
+      continue;
+    EXPECT_FALSE(r.contiguous);
+    ASSERT_EQ(r.layout.sizes.size(), 2u);
+    EXPECT_EQ(r.layout.strides, (std::vector<std::int64_t>{1, r.layout.sizes[0]}));
+    transposed.push_back(r.layout.sizes);
+    ASSERT_EQ(r.consumers.size(), 1u);
+    const auto& c = r.consumers.front();
+    EXPECT_EQ(opById(p, c.op_id).kind, "aten::matmul");
+    EXPECT_TRUE(c.measured) << c.note;
+    EXPECT_TRUE(c.identical_output) << c.note;
+    EXPECT_GT(c.time_as_is_ms, 0.0);
+    ASSERT_TRUE(c.time_contiguous_ms.has_value());
+    EXPECT_GT(*c.time_contiguous_ms, 0.0);
+  }
+  EXPECT_EQ(transposed, (std::vector<std::vector<std::int64_t>>{{64, 128}, {128, 64}, {64, 64}}));
   bool measured = false;
   for (const auto& c : p.conversion_cost_table)
     measured |= c.key() == y->layout.key() && c.median_ms > 0 && c.samples_ms.size() >= 5 &&
@@ -190,7 +215,9 @@ TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
         << name << ": no site to convert (" << forced << " forced)";
     auto model = tspass::loadModel(samplePath(name));
     auto graph = tspass::inlineMethod(model.module, "forward");
+    const auto exposed = tspass::exposeLinearWeights(*graph); // as xrewrite does
     auto report = tspass::applySchedule(graph, s);
+    tspass::restoreLinears(exposed);
     std::string statuses;
     for (const auto& r : report.results)
       statuses += std::string("\n  ") + tspass::applyStatusName(r.status) + ": " + r.message;

@@ -10,6 +10,7 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/tspass/linear.h"
 
 namespace xalloc::profiler {
 
@@ -23,6 +24,9 @@ struct ConsumerContext {
   TimingDb* db;                    // nullptr: measure everything
   int warmup;
   int repeats;
+  /// The linears the graph was exposed from (tspass/linear.h): their matmuls are re-run as
+  /// the rewrite would run them, the whole linear with its bias.
+  const std::vector<tspass::ExposedLinear>* exposed = nullptr;
 };
 
 /// Fills `c` (a consumer of `v`) with timings of its reader with `v` as it is and with `other`
@@ -31,7 +35,10 @@ struct ConsumerContext {
 /// metadata, mutate, have side effects, sit in a branch not taken or fail are not timed; the
 /// note says why. Outputs of the two runs are compared on every call (identical_output,
 /// same_output_layout); only timings come from the database. A list or tuple consumer is
-/// measured through the one op that reads it, with `v` swapped inside the list.
+/// measured through the one op that reads it, with `v` swapped inside the list. The matmul of
+/// an exposed linear is measured as the linear: as it is, `aten::linear` (what the model runs
+/// while nothing converts the transposed weight); with its transposed weight made contiguous,
+/// `add(matmul(x, contiguous(t(W))), b)`, the ops the rewrite leaves.
 void measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
                      const at::Tensor& other, bool to_contiguous, formats::ConsumerTiming& c);
 

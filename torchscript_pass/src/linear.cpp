@@ -1,0 +1,123 @@
+// exposeLinearWeights / restoreLinears: aten::linear written as t + matmul + add and back.
+#include "xalloc/tspass/linear.h"
+
+#include <cctype>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace xalloc::tspass {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+void collectLinears(Block* block, std::vector<Node*>& out) {
+  for (Node* n : block->nodes()) {
+    if (n->kind() == c10::aten::linear && n->inputs().size() == 3 && n->outputs().size() == 1)
+      out.push_back(n);
+    for (Block* b : n->blocks())
+      collectLinears(b, out);
+  }
+}
+
+// The new node stands where `from` stood: same source range, same inlined call stack.
+void takePlace(Node* n, const Node* from) {
+  n->setSourceRange(from->sourceRange());
+  if (auto cs = from->callstack())
+    n->setCallStack(*cs);
+}
+
+bool onlyUse(const Value* v, const Node* user, std::size_t offset) {
+  return v->uses().size() == 1 && v->uses()[0].user == user && v->uses()[0].offset == offset;
+}
+
+} // namespace
+
+std::vector<ExposedLinear> exposeLinearWeights(Graph& graph) {
+  std::vector<Node*> linears;
+  collectLinears(graph.block(), linears);
+  std::vector<ExposedLinear> out;
+  for (Node* n : linears) {
+    Value* x = n->input(0);
+    Value* w = n->input(1);
+    Value* b = n->input(2);
+    const bool has_bias = b->type()->isSubtypeOf(*c10::TensorType::get());
+    if (!has_bias && b->type()->kind() != c10::TypeKind::NoneType)
+      continue; // Optional[Tensor]: whether there is a bias is known only at run time
+    ExposedLinear e;
+    e.bias = b;
+    e.output_name = n->output()->debugName();
+    torch::jit::WithInsertPoint guard(n);
+    Value* wt = graph.insert(c10::aten::t, {w});
+    e.t = wt->node();
+    Value* product = graph.insert(c10::aten::matmul, {x, wt});
+    e.matmul = product->node();
+    Value* result = product;
+    if (has_bias) {
+      result = graph.insert(c10::aten::add, {product, b});
+      e.add = result->node();
+    }
+    for (Node* m : {e.t, e.matmul, e.add})
+      if (m)
+        takePlace(m, n);
+    result->setType(n->output()->type());
+    n->output()->replaceAllUsesWith(result);
+    n->destroy();
+    if (!e.output_name.empty() && !std::isdigit(static_cast<unsigned char>(e.output_name[0])))
+      result->setDebugName(e.output_name);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed) {
+  std::size_t restored = 0;
+  for (const ExposedLinear& e : exposed) {
+    Value* wt = e.t->output();
+    Value* product = e.matmul->output();
+    if (!onlyUse(wt, e.matmul, 1))
+      continue; // the transposed weight was converted (or is read elsewhere)
+    if (e.add && !onlyUse(product, e.add, 0))
+      continue;
+    Node* last = e.add ? e.add : e.matmul;
+    Graph& graph = *last->owningGraph();
+    Node* linear;
+    {
+      torch::jit::WithInsertPoint guard(last);
+      linear = graph.insert(c10::aten::linear, {e.matmul->input(0), e.t->input(0), e.bias})->node();
+    }
+    takePlace(linear, last);
+    Value* result = last->output();
+    linear->output()->setType(result->type());
+    result->replaceAllUsesWith(linear->output());
+    if (e.add) {
+      Node* alpha = e.add->inputs().size() > 2 ? e.add->input(2)->node() : nullptr;
+      e.add->destroy();
+      // The add's alpha (a constant 1 the exposure made) goes with it.
+      if (alpha && alpha->kind() == c10::prim::Constant && !alpha->hasUses())
+        alpha->destroy();
+    }
+    e.matmul->destroy();
+    e.t->destroy();
+    if (!e.output_name.empty() && !std::isdigit(static_cast<unsigned char>(e.output_name[0])))
+      linear->output()->setDebugName(e.output_name);
+    ++restored;
+  }
+  return restored;
+}
+
+const Value* exposedBias(const std::vector<ExposedLinear>& exposed, const Node* matmul,
+                         bool* found) {
+  for (const ExposedLinear& e : exposed)
+    if (e.matmul == matmul) {
+      *found = true;
+      return e.add ? e.add->input(1) : nullptr;
+    }
+  *found = false;
+  return nullptr;
+}
+
+} // namespace xalloc::tspass
