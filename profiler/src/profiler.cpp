@@ -53,6 +53,10 @@ const c10::StorageImpl* storageOf(const at::Tensor& t) {
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
 constexpr int kMeasureMethod = 3; // 3: linears exposed (tspass/linear.h)
+// The version of what xprof concludes from its measurements (records, safety judgements):
+// raised when the same measurements would make a different profile, so that a finished
+// profile stored before is not handed back. 2: tensor attributes alias by storage.
+constexpr int kProfileAnalysis = 2;
 
 class Profiler {
 public:
@@ -97,7 +101,7 @@ public:
     torch::jit::Inline(*graph_);
     exposed_ = tspass::exposeLinearWeights(*graph_);
     index_ = std::make_unique<tspass::GraphIndex>(*graph_);
-    tspass::MutationInfo mutation(graph_);
+    tspass::MutationInfo mutation(graph_, &model.module);
     runner_ = std::make_unique<GraphRunner>(*index_);
 
     GraphRunner::Trace capture; // the first run: it also fails early on a broken model
@@ -186,7 +190,8 @@ private:
         {"seed", o_.seed},
         {"consumers", o_.measure_consumers},
         {"sweep", o_.sweep ? nlohmann::json{o_.sweep_count, o_.sweep_max_bytes} : nlohmann::json()},
-        {"min_window_ms", o_.min_window_ms}};
+        {"min_window_ms", o_.min_window_ms},
+        {"analysis", kProfileAnalysis}};
     for (const auto& in : p_.settings.inputs)
       k["inputs"].push_back(formats::toJson(in));
     return "profile|" + sha256Hex(k.dump());

@@ -83,6 +83,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   const auto exposed = tspass::exposeLinearWeights(*graph);
   tspass::ApplyOptions apply;
   apply.async_as_sync = o.form != "fast";
+  apply.module = &model.module;
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   tspass::restoreLinears(exposed);
   const std::string after = tspass::graphText(*graph);

@@ -216,7 +216,9 @@ TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
     auto model = tspass::loadModel(samplePath(name));
     auto graph = tspass::inlineMethod(model.module, "forward");
     const auto exposed = tspass::exposeLinearWeights(*graph); // as xrewrite does
-    auto report = tspass::applySchedule(graph, s);
+    tspass::ApplyOptions options;
+    options.module = &model.module;
+    auto report = tspass::applySchedule(graph, s, options);
     tspass::restoreLinears(exposed);
     std::string statuses;
     for (const auto& r : report.results)

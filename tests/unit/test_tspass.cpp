@@ -309,3 +309,50 @@ def forward(self, x, training: bool):
   EXPECT_NE(info.memoryRoots(y), info.memoryRoots(w));
   EXPECT_EQ(info.memoryRoots(y), info.memoryRoots(x)); // a view shares its base's allocation
 }
+
+// Given the module, each tensor attribute is its own allocation: a buffer updated in place
+// (BatchNorm's statistics in training) no longer counts as a write to every parameter, while
+// attributes that share a storage (tied weights) still alias each other.
+TEST(TorchScriptPass, AttributesAliasOnlyWhatSharesTheirStorage) {
+  torch::jit::Module m("m");
+  at::Tensor w = at::randn({4, 4});
+  m.register_parameter("w", w, false);
+  m.register_parameter("tied", w, false); // the same tensor under another name
+  m.register_parameter("v", at::randn({4, 4}), false);
+  m.register_buffer("counter", at::zeros({1}));
+  m.define(R"JIT(
+def forward(self, x, training: bool):
+    if training:
+        self.counter.add_(1.0)
+        self.tied.mul_(0.5)
+    a = torch.mm(x, self.w.t())
+    return torch.mm(a, self.v.t())
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+  const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+  MutationInfo coarse(g);
+  EXPECT_TRUE(coarse.hasWriters(vt)) << "without the module, all state is one allocation";
+  MutationInfo fine(g, &m);
+  EXPECT_FALSE(fine.hasWriters(vt)) << "v shares a storage with neither counter nor tied";
+  EXPECT_TRUE(fine.hasWriters(wt)) << "tied.mul_ writes w's storage";
+  EXPECT_NE(fine.memoryRoots(wt), fine.memoryRoots(vt));
+}
+
+TEST(TorchScriptPass, AssignedAttributesFallBackToOneAllocation) {
+  torch::jit::Module m("m");
+  m.register_parameter("v", at::randn({4, 4}), false);
+  m.register_buffer("state", at::zeros({4, 4}));
+  m.define(R"JIT(
+def forward(self, x):
+    self.state = self.v
+    self.state.add_(1.0)
+    return torch.mm(x, self.v.t())
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t))]->output();
+  MutationInfo info(g, &m);
+  EXPECT_TRUE(info.hasWriters(vt)) << "after self.state = self.v, state's write reaches v";
+}

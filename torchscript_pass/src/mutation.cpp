@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -16,8 +17,24 @@ namespace {
 
 constexpr long kUnknown = -1;
 constexpr long kModuleState = -2;
+// Graph inputs count down from -3; storages of tensor attributes from kFirstStorage.
+constexpr long kFirstStorage = -(1L << 40);
 long inputRoot(std::size_t i) {
   return -3 - static_cast<long>(i);
+}
+bool isStorageRoot(long r) {
+  return r <= kFirstStorage;
+}
+
+bool assignsAttributes(const torch::jit::Block* b) {
+  for (const Node* n : b->nodes()) {
+    if (n->kind() == c10::prim::SetAttr)
+      return true;
+    for (const torch::jit::Block* sub : n->blocks())
+      if (assignsAttributes(sub))
+        return true;
+  }
+  return false;
 }
 
 bool isTensorLike(const c10::TypePtr& t) {
@@ -53,13 +70,23 @@ bool intersects(const std::vector<long>& a, const std::vector<long>& b) {
   for (long x : a)
     if (std::binary_search(b.begin(), b.end(), x))
       return true;
-  return false;
+  // Module state not resolved to a storage may be any attribute's.
+  auto anyState = [](const std::vector<long>& v) {
+    return std::any_of(v.begin(), v.end(),
+                       [](long r) { return r == kModuleState || isStorageRoot(r); });
+  };
+  const bool a_state = std::binary_search(a.begin(), a.end(), kModuleState);
+  const bool b_state = std::binary_search(b.begin(), b.end(), kModuleState);
+  return (a_state && anyState(b)) || (b_state && anyState(a));
 }
 
 } // namespace
 
-MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph)
+MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
+                           const torch::jit::Module* self)
     : graph_(graph), db_(std::make_unique<torch::jit::AliasDb>(graph)) {
+  if (self && !graph->inputs().empty() && !assignsAttributes(graph->block()))
+    self_ = self;
   std::vector<torch::jit::Block*> blocks{graph->block()};
   while (!blocks.empty()) {
     torch::jit::Block* b = blocks.back();
@@ -121,7 +148,7 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
     else
       r = {kUnknown}; // a loop-carried value
   } else if (k == c10::prim::GetAttr) {
-    r = {kModuleState};
+    r = {attributeRoot(v)};
   } else if (k == c10::prim::Constant) {
     r = {static_cast<long>(v->unique())};
   } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct ||
@@ -170,6 +197,37 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
   }
   roots_[v] = r;
   return r;
+}
+
+// The storage a chain of prim::GetAttr from `self` reads, as a root; kModuleState when the
+// chain starts elsewhere or ends in something that is not a tensor with a storage.
+long MutationInfo::attributeRoot(const Value* v) const {
+  if (!self_)
+    return kModuleState;
+  std::vector<std::string> path;
+  const Value* at = v;
+  while (at->node()->kind() == c10::prim::GetAttr) {
+    path.push_back(at->node()->s(c10::attr::name));
+    at = at->node()->input();
+  }
+  if (at != graph_->inputs()[0])
+    return kModuleState;
+  c10::IValue obj = self_->_ivalue();
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    if (!obj.isObject())
+      return kModuleState;
+    const auto& o = obj.toObjectRef();
+    if (!o.type()->hasAttribute(*it))
+      return kModuleState;
+    obj = o.getAttr(*it);
+  }
+  if (!obj.isTensor() || !obj.toTensor().defined() || !obj.toTensor().has_storage())
+    return kModuleState;
+  const void* storage = obj.toTensor().storage().unsafeGetStorageImpl();
+  auto [pos, fresh] = storage_roots_.emplace(storage, 0);
+  if (fresh)
+    pos->second = kFirstStorage - static_cast<long>(storage_roots_.size() - 1);
+  return pos->second;
 }
 
 bool MutationInfo::hasWriters(const Value* v) const {

@@ -106,7 +106,8 @@ class Applier {
 public:
   Applier(const std::shared_ptr<torch::jit::Graph>& graph, const formats::Schedule& schedule,
           const ApplyOptions& options)
-      : graph_(graph), schedule_(schedule), options_(options), index_(*graph), mutation_(graph) {
+      : graph_(graph), schedule_(schedule), options_(options), index_(*graph),
+        mutation_(graph, options.module) {
     for (const auto& op : schedule.ops)
       ops_by_id_[op.id] = &op;
   }

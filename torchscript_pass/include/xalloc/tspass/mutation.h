@@ -12,6 +12,7 @@
 
 namespace torch::jit {
 struct Graph;
+struct Module;
 struct Node;
 struct Value;
 class AliasDb;
@@ -21,7 +22,13 @@ namespace xalloc::tspass {
 
 class MutationInfo {
 public:
-  explicit MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph);
+  /// `self`, when given, is the module whose method `graph` is (its first input): a tensor
+  /// attribute read through a chain of prim::GetAttr from it then has its own memory root, one
+  /// per storage (attributes that share a storage, like tied weights, share it), so a write to
+  /// one buffer (BatchNorm's running statistics) is not a write to every parameter. Without it,
+  /// or when the graph assigns attributes (prim::SetAttr), all module state is one root.
+  explicit MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
+                        const torch::jit::Module* self = nullptr);
   ~MutationInfo();
   MutationInfo(const MutationInfo&) = delete;
   MutationInfo& operator=(const MutationInfo&) = delete;
@@ -31,7 +38,8 @@ public:
   bool hasWriters(const torch::jit::Value* v) const;
 
   /// The allocations a tensor value may point into: ids of fresh op outputs, one id per graph
-  /// input, one id for all module state; {-1} when unknown (aliases everything).
+  /// input, one id per storage of a resolved tensor attribute, one id for any other module
+  /// state (which may be any attribute); {-1} when unknown (aliases everything).
   std::vector<long> memoryRoots(const torch::jit::Value* v) const;
 
 private:
@@ -43,7 +51,11 @@ private:
 
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<torch::jit::AliasDb> db_;
+  long attributeRoot(const torch::jit::Value* v) const;
+
   std::vector<Writer> writers_;
+  const torch::jit::Module* self_ = nullptr; // nullptr: all module state is one root
+  mutable std::unordered_map<const void*, long> storage_roots_;
   mutable std::unordered_map<const torch::jit::Value*, std::vector<long>> roots_;
 };
 

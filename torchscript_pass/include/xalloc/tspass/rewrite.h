@@ -12,6 +12,7 @@
 
 namespace torch::jit {
 struct Graph;
+struct Module;
 struct Node;
 struct Value;
 } // namespace torch::jit
@@ -43,6 +44,9 @@ struct ApplyReport {
 struct ApplyOptions {
   /// Portable form: async decisions become sync (only aten:: ops in the output).
   bool async_as_sync = true;
+  /// The module whose method the graph is: tensor attributes then alias only what shares
+  /// their storage (MutationInfo), as xprof judged them.
+  const torch::jit::Module* module = nullptr;
 };
 
 /// Applies `schedule` to an inlined graph in place.
