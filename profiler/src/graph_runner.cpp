@@ -1,6 +1,7 @@
 // GraphRunner: node-at-a-time execution of an inlined graph with per-op timing and capture.
 #include "xalloc/profiler/graph_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -356,6 +357,44 @@ bool GraphRunner::canRunInIsolation(const Node* node) {
     if (arg.alias_info() && arg.alias_info()->isWrite())
       return false;
   return !node->hasSideEffects() && !node->isNondeterministic();
+}
+
+namespace {
+const c10::StorageImpl* storageImplOf(const at::Tensor& t) {
+  return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+}
+} // namespace
+
+std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) {
+  std::vector<std::string> chain;
+  const Value* cur = v;
+  for (int depth = 0; depth < 16; ++depth) {
+    auto it = t.values.find(cur);
+    if (it == t.values.end() || !it->second.isTensor())
+      break;
+    const c10::StorageImpl* storage = storageImplOf(it->second.toTensor());
+    const Node* p = cur->node();
+    const Node* reads = p;
+    if (p->kind() == c10::prim::ListUnpack)
+      reads = p->input(0)->node(); // x.split(...) -> ListUnpack: the view op is the split
+    if (reads->kind() == c10::prim::Param || reads->kind() == c10::prim::GetAttr)
+      break;
+    const Value* base = nullptr;
+    for (const Value* in : reads->inputs()) {
+      auto jt = t.values.find(in);
+      if (jt != t.values.end() && jt->second.isTensor() &&
+          storageImplOf(jt->second.toTensor()) == storage) {
+        base = in;
+        break;
+      }
+    }
+    if (!base)
+      break;
+    chain.push_back(reads->kind().toQualString());
+    cur = base;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
 }
 
 } // namespace xalloc::profiler

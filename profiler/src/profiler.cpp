@@ -398,38 +398,6 @@ private:
     db_->put(key + "|duration", durations);
   }
 
-  std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) const {
-    std::vector<std::string> chain;
-    const Value* cur = v;
-    for (int depth = 0; depth < 16; ++depth) {
-      auto it = t.values.find(cur);
-      if (it == t.values.end() || !it->second.isTensor())
-        break;
-      const c10::StorageImpl* storage = storageOf(it->second.toTensor());
-      const Node* p = cur->node();
-      const Node* reads = p;
-      if (p->kind() == c10::prim::ListUnpack)
-        reads = p->input(0)->node(); // x.split(...) -> ListUnpack: the view op is the split
-      if (reads->kind() == c10::prim::Param || reads->kind() == c10::prim::GetAttr)
-        break;
-      const Value* base = nullptr;
-      for (const Value* in : reads->inputs()) {
-        auto jt = t.values.find(in);
-        if (jt != t.values.end() && jt->second.isTensor() &&
-            storageOf(jt->second.toTensor()) == storage) {
-          base = in;
-          break;
-        }
-      }
-      if (!base)
-        break;
-      chain.push_back(reads->kind().toQualString());
-      cur = base;
-    }
-    std::reverse(chain.begin(), chain.end());
-    return chain;
-  }
-
   void buildRecords(const GraphRunner::Trace& t, const tspass::MutationInfo& mutation) {
     const auto last_op = static_cast<std::int64_t>(index_->ops().size()) - 1;
     std::set<const Value*> outputs(graph_->outputs().begin(), graph_->outputs().end());

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -53,5 +54,9 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The view ops that made `v` from a tensor it shares storage with, oldest first ("aten::view",
+/// "aten::transpose"), followed back through the trace's values (at most 16 steps).
+std::vector<std::string> viewChain(const torch::jit::Value* v, const GraphRunner::Trace& t);
 
 } // namespace xalloc::profiler
