@@ -120,8 +120,10 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   std::string swap_at;
   const torch::jit::Stack as_is = stackWith(value, nullptr);
   const torch::jit::Stack swapped = stackWith(other, &swap_at);
-  bool linear = false;
-  const Value* bias = ctx.exposed ? tspass::exposedBias(*ctx.exposed, reader, &linear) : nullptr;
+  const tspass::ExposedLinear* exposed =
+      ctx.exposed ? tspass::findExposed(*ctx.exposed, reader) : nullptr;
+  const bool linear = exposed != nullptr;
+  const Value* bias = linear && exposed->add ? exposed->bias : nullptr;
   const bool weight_converted = linear && v == reader->input(1);
   auto run = [&](bool swap) {
     const torch::jit::Stack& s = swap ? swapped : as_is;

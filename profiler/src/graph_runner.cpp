@@ -359,11 +359,9 @@ bool GraphRunner::canRunInIsolation(const Node* node) {
   return !node->hasSideEffects() && !node->isNondeterministic();
 }
 
-namespace {
-const c10::StorageImpl* storageImplOf(const at::Tensor& t) {
+const c10::StorageImpl* storageOf(const at::Tensor& t) {
   return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
-} // namespace
 
 std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) {
   std::vector<std::string> chain;
@@ -372,7 +370,7 @@ std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) 
     auto it = t.values.find(cur);
     if (it == t.values.end() || !it->second.isTensor())
       break;
-    const c10::StorageImpl* storage = storageImplOf(it->second.toTensor());
+    const c10::StorageImpl* storage = storageOf(it->second.toTensor());
     const Node* p = cur->node();
     const Node* reads = p;
     if (p->kind() == c10::prim::ListUnpack)
@@ -383,7 +381,7 @@ std::vector<std::string> viewChain(const Value* v, const GraphRunner::Trace& t) 
     for (const Value* in : reads->inputs()) {
       auto jt = t.values.find(in);
       if (jt != t.values.end() && jt->second.isTensor() &&
-          storageImplOf(jt->second.toTensor()) == storage) {
+          storageOf(jt->second.toTensor()) == storage) {
         base = in;
         break;
       }

@@ -46,10 +46,6 @@ using torch::jit::Value;
 
 namespace {
 
-const c10::StorageImpl* storageOf(const at::Tensor& t) {
-  return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
-}
-
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
 constexpr int kMeasureMethod = 3; // 3: linears exposed (tspass/linear.h)

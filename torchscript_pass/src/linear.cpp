@@ -30,6 +30,12 @@ void takePlace(Node* n, const Node* from) {
     n->setCallStack(*cs);
 }
 
+// The linear's own output name, when it had one (numbered names are left to the graph).
+void keepName(Value* v, const std::string& name) {
+  if (!name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])))
+    v->setDebugName(name);
+}
+
 bool onlyUse(const Value* v, const Node* user, std::size_t offset) {
   return v->uses().size() == 1 && v->uses()[0].user == user && v->uses()[0].offset == offset;
 }
@@ -66,8 +72,7 @@ std::vector<ExposedLinear> exposeLinearWeights(Graph& graph) {
     result->setType(n->output()->type());
     n->output()->replaceAllUsesWith(result);
     n->destroy();
-    if (!e.output_name.empty() && !std::isdigit(static_cast<unsigned char>(e.output_name[0])))
-      result->setDebugName(e.output_name);
+    keepName(result, e.output_name);
     out.push_back(std::move(e));
   }
   return out;
@@ -102,21 +107,16 @@ std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed) {
     }
     e.matmul->destroy();
     e.t->destroy();
-    if (!e.output_name.empty() && !std::isdigit(static_cast<unsigned char>(e.output_name[0])))
-      linear->output()->setDebugName(e.output_name);
+    keepName(linear->output(), e.output_name);
     ++restored;
   }
   return restored;
 }
 
-const Value* exposedBias(const std::vector<ExposedLinear>& exposed, const Node* matmul,
-                         bool* found) {
+const ExposedLinear* findExposed(const std::vector<ExposedLinear>& exposed, const Node* matmul) {
   for (const ExposedLinear& e : exposed)
-    if (e.matmul == matmul) {
-      *found = true;
-      return e.add ? e.add->input(1) : nullptr;
-    }
-  *found = false;
+    if (e.matmul == matmul)
+      return &e;
   return nullptr;
 }
 

@@ -55,6 +55,9 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// The storage a tensor lives in (views share their base's); nullptr when it has none.
+const c10::StorageImpl* storageOf(const at::Tensor& t);
+
 /// The view ops that made `v` from a tensor it shares storage with, oldest first ("aten::view",
 /// "aten::transpose"), followed back through the trace's values (at most 16 steps).
 std::vector<std::string> viewChain(const torch::jit::Value* v, const GraphRunner::Trace& t);

@@ -38,9 +38,8 @@ std::vector<ExposedLinear> exposeLinearWeights(torch::jit::Graph& graph);
 /// whose input x was converted is restored reading the converted x. Returns how many.
 std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed);
 
-/// The bias of an exposed matmul: its add's second operand; nullptr for a linear without bias.
-/// `found` tells whether `matmul` is an exposed one at all.
-const torch::jit::Value* exposedBias(const std::vector<ExposedLinear>& exposed,
-                                     const torch::jit::Node* matmul, bool* found);
+/// The exposed linear whose matmul is `matmul`; nullptr when it is not one.
+const ExposedLinear* findExposed(const std::vector<ExposedLinear>& exposed,
+                                 const torch::jit::Node* matmul);
 
 } // namespace xalloc::tspass
