@@ -2,6 +2,7 @@
 #include "xalloc/profiler/conversion_cost.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -14,6 +15,49 @@ namespace xalloc::profiler {
 
 namespace {
 constexpr int kRounds = 3; // placements of the source
+
+std::string costKey(const at::Tensor& tensor, int warmup, int repeats, const char* how) {
+  return "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + how;
+}
+
+struct Stored {
+  TimingStats s, ref, ratio;
+};
+
+std::optional<Stored> lookUp(TimingDb* db, const std::string& key) {
+  auto hit = db ? db->getAll({key, key + "|ref", key + "|ratio"}) : std::nullopt;
+  if (!hit)
+    return std::nullopt;
+  return Stored{(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
+}
+
+Stored summarizeSamples(PairedSamples p) {
+  return {summarize(std::move(p.ms)), summarize(std::move(p.ref_ms)),
+          summarize(std::move(p.ratio))};
+}
+
+void store(TimingDb* db, const std::string& key, const Stored& st) {
+  if (!db)
+    return;
+  db->put(key, {st.s, 0});
+  db->put(key + "|ref", {st.ref, 0});
+  db->put(key + "|ratio", {st.ratio, 0});
+}
+
+formats::ConversionCost costOf(formats::Layout layout, const Stored& st,
+                               const std::string& source) {
+  formats::ConversionCost c;
+  c.layout = std::move(layout);
+  c.samples_ms = st.s.samples_ms;
+  c.median_ms = st.s.median_ms;
+  c.spread_ms = st.s.iqr_ms;
+  c.reference_ms = st.ref.median_ms;
+  c.ratio = st.ratio.median_ms;
+  c.ratio_spread = st.ratio.iqr_ms;
+  c.noisy = isNoisy(st.s);
+  c.source = source;
+  return c;
+}
 } // namespace
 
 formats::Layout layoutOf(const at::Tensor& t) {
@@ -41,56 +85,94 @@ std::string repeatsTag(int warmup, int repeats) {
   return "|w" + std::to_string(warmup) + "r" + std::to_string(repeats);
 }
 
+void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into) {
+  const std::int64_t bytes = src.numel() * static_cast<std::int64_t>(src.element_size());
+  at::Tensor out =
+      at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
+  at::Tensor plain_out = at::empty_like(plain_src);
+  PairedTiming m = timeInterleaved([&] { out.copy_(src); }, [&] { plain_out.copy_(plain_src); },
+                                   std::max(warmup, 1), std::max(1, repeats));
+  for (std::size_t i = 0; i < m.a.samples_ms.size(); ++i) {
+    into.ms.push_back(m.a.samples_ms[i]);
+    into.ref_ms.push_back(m.b.samples_ms[i]);
+    into.ratio.push_back(m.b.samples_ms[i] > 0 ? m.a.samples_ms[i] / m.b.samples_ms[i] : 1.0);
+  }
+}
+
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
                                               int warmup, int repeats, TimingDb* db) {
-  const std::string key = "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + "x" +
-                          std::to_string(kRounds);
-  auto hit = db ? db->getAll({key, key + "|ref", key + "|ratio"}) : std::nullopt;
-  TimingStats s, ref, ratio;
-  if (hit) {
-    s = (*hit)[0].stats;
-    ref = (*hit)[1].stats;
-    ratio = (*hit)[2].stats;
-  } else {
-    std::vector<double> samples, ref_samples, ratios;
-    const std::int64_t bytes = tensor.numel() * static_cast<std::int64_t>(tensor.element_size());
-    std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
-    for (int round = 0; round < kRounds; ++round) {
-      placed.push_back(round == 0 ? tensor : relocated(tensor));
-      const at::Tensor& src = placed.back();
-      at::Tensor out =
-          at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
-      at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
-      at::Tensor plain_out = at::empty_like(plain_src);
-      PairedTiming m =
-          timeInterleaved([&] { out.copy_(src); }, [&] { plain_out.copy_(plain_src); },
-                          std::max(warmup, 1), std::max(1, (repeats + kRounds - 1) / kRounds));
-      for (std::size_t i = 0; i < m.a.samples_ms.size(); ++i) {
-        samples.push_back(m.a.samples_ms[i]);
-        ref_samples.push_back(m.b.samples_ms[i]);
-        ratios.push_back(m.b.samples_ms[i] > 0 ? m.a.samples_ms[i] / m.b.samples_ms[i] : 1.0);
+  const std::string key = costKey(tensor, warmup, repeats, ("x" + std::to_string(kRounds)).c_str());
+  if (auto hit = lookUp(db, key))
+    return costOf(layoutOf(tensor), *hit, source);
+  PairedSamples samples;
+  std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
+  for (int round = 0; round < kRounds; ++round) {
+    placed.push_back(round == 0 ? tensor : relocated(tensor));
+    measurePlacement(placed.back(), warmup, (repeats + kRounds - 1) / kRounds, samples);
+  }
+  const Stored st = summarizeSamples(std::move(samples));
+  store(db, key, st);
+  return costOf(layoutOf(tensor), st, source);
+}
+
+std::vector<formats::ConversionCost>
+measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>& materialize,
+                const PassOptions& o, TimingDb* db) {
+  struct Entry {
+    formats::Layout layout;
+    std::string key;
+    int repeats = 0;
+    std::optional<Stored> stored;
+    PairedSamples samples;
+  };
+  std::vector<std::optional<Entry>> entries(count); // nullopt: not wanted
+  const int passes = std::max(o.passes, 1);
+  std::size_t done = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (pass > 0 && (!entries[i] || entries[i]->stored))
+        continue;
+      // A fresh tensor each pass: another placement, measured at another moment.
+      const at::Tensor t = materialize(i);
+      if (pass == 0) {
+        formats::Layout l = layoutOf(t);
+        if (o.wanted && !o.wanted(l)) {
+          done += static_cast<std::size_t>(passes);
+          if (o.tick)
+            o.tick(done);
+          continue;
+        }
+        const auto [warmup, repeats] = o.counts ? o.counts(t) : std::pair<int, int>{3, 15};
+        Entry e;
+        e.layout = std::move(l);
+        e.key = costKey(t, warmup, repeats, ("p" + std::to_string(passes)).c_str());
+        e.repeats = std::max(1, (repeats + passes - 1) / passes);
+        e.stored = lookUp(db, e.key);
+        entries[i] = std::move(e);
+        if (entries[i]->stored) {
+          done += static_cast<std::size_t>(passes);
+          if (o.tick)
+            o.tick(done);
+          continue;
+        }
+        measurePlacement(t, warmup, entries[i]->repeats, entries[i]->samples);
+      } else {
+        measurePlacement(t, 1, entries[i]->repeats, entries[i]->samples);
       }
-    }
-    s = summarize(std::move(samples));
-    ref = summarize(std::move(ref_samples));
-    ratio = summarize(std::move(ratios));
-    if (db) {
-      db->put(key, {s, 0});
-      db->put(key + "|ref", {ref, 0});
-      db->put(key + "|ratio", {ratio, 0});
+      if (pass + 1 == passes) {
+        entries[i]->stored = summarizeSamples(std::move(entries[i]->samples));
+        store(db, entries[i]->key, *entries[i]->stored);
+      }
+      if (o.tick)
+        o.tick(++done);
     }
   }
-  formats::ConversionCost c;
-  c.layout = layoutOf(tensor);
-  c.samples_ms = s.samples_ms;
-  c.median_ms = s.median_ms;
-  c.spread_ms = s.iqr_ms;
-  c.reference_ms = ref.median_ms;
-  c.ratio = ratio.median_ms;
-  c.ratio_spread = ratio.iqr_ms;
-  c.noisy = isNoisy(s);
-  c.source = source;
-  return c;
+  std::vector<formats::ConversionCost> out;
+  for (auto& e : entries)
+    if (e)
+      out.push_back(costOf(e->layout, *e->stored, o.source));
+  return out;
 }
 
 } // namespace xalloc::profiler

@@ -53,6 +53,8 @@ constexpr int kMeasureMethod = 3; // 3: linears exposed (tspass/linear.h)
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
 constexpr int kProfileAnalysis = 2;
+// Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
+constexpr int kSweepPasses = 3;
 
 class Profiler {
 public:
@@ -491,21 +493,28 @@ private:
     std::set<std::string> seen;
     for (const auto& c : p_.conversion_cost_table)
       seen.insert(c.key());
-    progress_.phase("sweeping layouts", layouts.size());
-    std::size_t done = 0;
-    for (const auto& l : layouts) {
-      at::Tensor view = l.materialize();
-      if (seen.insert(layoutOf(view).key()).second) { // the model's layouts are measured already
-        // Large copies are stable after a few samples; small ones need the full count.
-        const bool large = l.bytes > (std::int64_t{16} << 20);
-        p_.conversion_cost_table.push_back(
-            measureConversionCost(view, "sweep", large ? 1 : o_.warmup,
-                                  large ? std::min(o_.repeats, 6) : o_.repeats, db_.get()));
-      }
-      progress_.tick(++done);
+    PassOptions po;
+    po.passes = kSweepPasses;
+    po.wanted = [&](const formats::Layout& l) { // the model's layouts are measured already
+      return seen.insert(l.key()).second;
+    };
+    po.counts = [&](const at::Tensor& t) {
+      // Large copies are stable after a few samples; small ones need the full count.
+      const bool large =
+          t.numel() * static_cast<std::int64_t>(t.element_size()) > (std::int64_t{16} << 20);
+      return std::pair<int, int>{large ? 1 : o_.warmup,
+                                 large ? std::min(o_.repeats, 6) : o_.repeats};
+    };
+    po.tick = [&](std::size_t done) {
+      progress_.tick(done);
       if (db_ && done % 32 == 0)
         db_->commit();
-    }
+    };
+    progress_.phase("sweeping layouts", layouts.size() * static_cast<std::size_t>(po.passes));
+    auto costs = measureInPasses(
+        layouts.size(), [&](std::size_t i) { return layouts[i].materialize(); }, po, db_.get());
+    for (auto& c : costs)
+      p_.conversion_cost_table.push_back(std::move(c));
     if (db_)
       db_->commit();
   }

@@ -3,7 +3,11 @@
 // measurement shares with the rest of xprof.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -39,5 +43,34 @@ std::string repeatsTag(int warmup, int repeats);
 /// `source` is "model" or "sweep".
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
                                               int warmup, int repeats, TimingDb* db);
+
+/// Paired samples of one layout: its conversion, the plain copy timed right after, their ratio.
+struct PairedSamples {
+  std::vector<double> ms, ref_ms, ratio;
+};
+
+/// Appends `repeats` paired samples of converting `src` (after `warmup` untimed pairs).
+void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into);
+
+struct PassOptions {
+  std::string source = "sweep";
+  int passes = 3;
+  /// Warm-up and repetitions for a layout (all passes together); default 3 and 15.
+  std::function<std::pair<int, int>(const at::Tensor&)> counts;
+  /// Whether a layout is measured at all (false: left out of the result).
+  std::function<bool(const formats::Layout&)> wanted;
+  /// Called after each measurement with the count done so far, of count * passes.
+  std::function<void(std::size_t)> tick;
+};
+
+/// Many layouts measured in `passes` passes over all of them, each pass on a freshly
+/// materialized tensor (another placement) with its share of the repetitions. The machine's
+/// slow moments last from milliseconds to seconds: measured back to back, one layout's samples
+/// all fall in the same moment, and two sweeps of the same layouts differed by 8% between L2
+/// and L3; spread over the sweep, a slow moment touches one pass of many layouts, and the
+/// median over passes leaves it out. Only one layout is materialized at a time.
+std::vector<formats::ConversionCost>
+measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>& materialize,
+                const PassOptions& o, TimingDb* db);
 
 } // namespace xalloc::profiler
