@@ -85,8 +85,9 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   apply.async_as_sync = o.form != "fast";
   apply.module = &model.module;
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
-  tspass::restoreLinears(exposed);
-  const std::string after = tspass::graphText(*graph);
+  std::vector<tspass::Renumbered> renumbered;
+  tspass::restoreLinears(exposed, &renumbered);
+  const std::string after = tspass::withOriginalNumbers(tspass::graphText(*graph), renumbered);
   reportResults(report, schedule, o.quiet);
 
   const std::string out_name = o.output.empty() ? o.model : o.output;

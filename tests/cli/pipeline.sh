@@ -38,6 +38,18 @@ PY
   xrewrite "$d/out.pt" -s "$d/schedule.json" -o "$d/out2.pt" --diff -q >"$d/diff2.txt"
   [[ ! -s "$d/diff2.txt" ]] || fail "$name: second rewrite is not empty: $(cat "$d/diff2.txt")"
   xrewrite "$d/out.pt" -s "$d/schedule.json" --check -q || fail "$name: --check on the output"
+  # A schedule that converts nothing changes nothing, whatever the model's values are named:
+  # a saved model loads back with numbered values where one op feeds the next (`gelu(c_fc(x))`),
+  # and a linear exposed and put back must print under its old number.
+  python3 - "$d/schedule.json" "$d/none.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+for d in s["decisions"]:
+    d["action"] = "none"
+json.dump(s, open(sys.argv[2], "w"))
+PY
+  xrewrite "$d/out.pt" -s "$d/none.json" -o "$d/none.pt" --diff -q >"$d/diff3.txt"
+  [[ ! -s "$d/diff3.txt" ]] || fail "$name: a schedule of no conversions changed: $(head -20 "$d/diff3.txt")"
   if [[ -s "$d/diff1.txt" ]]; then
     rc=0
     xrewrite "$model" -s "$d/schedule.json" --check -q || rc=$?

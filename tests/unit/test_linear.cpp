@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
 
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
@@ -108,6 +109,36 @@ TEST(ExposeLinear, UntouchedLinearsComeBackAsTheSameGraph) {
   EXPECT_EQ(restoreLinears(exposed), 3u);
   EXPECT_EQ(graphText(*g), before);
   g->lint();
+}
+
+// A linear whose output has only a number (its result feeds another op directly, as in
+// `gelu(self.c_fc(x))` once a saved model is loaded back): the restored linear gets a new number,
+// and the printed graph names it by the old one again, so a rewrite that converts nothing shows
+// an empty diff. (The cli.pipeline test failed now and then on MinimalGPT when a schedule
+// left such a linear alone.)
+TEST(ExposeLinear, NumberedOutputsPrintUnderTheirOldNumberAfterARestore) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor):
+  %3 : Tensor = aten::linear(%x, %w, %b)
+  %4 : Tensor = aten::relu(%3)
+  %y : Tensor = aten::linear(%4, %w, %b)
+  return (%y))IR",
+                      g.get());
+  g->outputs()[0]->setDebugName("y"); // the parser numbers every value
+  const std::string before = graphText(*g);
+  const auto exposed = exposeLinearWeights(*g);
+  std::vector<Renumbered> renumbered;
+  EXPECT_EQ(restoreLinears(exposed, &renumbered), 2u);
+  g->lint();
+  ASSERT_EQ(renumbered.size(), 1u); // %y kept its name
+  EXPECT_NE(renumbered[0].now, renumbered[0].before);
+  EXPECT_NE(graphText(*g), before);
+  EXPECT_EQ(withOriginalNumbers(graphText(*g), renumbered), before);
+  // Whole names only.
+  EXPECT_EQ(withOriginalNumbers("%12 = f(%123, %12.1, %12)\n", {{"12", "7"}}),
+            "%7 = f(%123, %12.1, %7)\n");
+  EXPECT_EQ(withOriginalNumbers("%12 = f(%x)", {}), "%12 = f(%x)");
 }
 
 TEST(ExposeLinear, ConvertedWeightStaysExposedConvertedInputGoesBack) {

@@ -2,6 +2,7 @@
 #include "xalloc/tspass/linear.h"
 
 #include <cctype>
+#include <string_view>
 
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -30,10 +31,19 @@ void takePlace(Node* n, const Node* from) {
     n->setCallStack(*cs);
 }
 
+bool isNumbered(const std::string& name) {
+  return !name.empty() && std::isdigit(static_cast<unsigned char>(name[0]));
+}
+
 // The linear's own output name, when it had one (numbered names are left to the graph).
 void keepName(Value* v, const std::string& name) {
-  if (!name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])))
+  if (!name.empty() && !isNumbered(name))
     v->setDebugName(name);
+}
+
+// Characters that continue a value name in printed IR (`%x.1`, `%235`, `%self_w`).
+bool continuesName(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
 }
 
 bool onlyUse(const Value* v, const Node* user, std::size_t offset) {
@@ -78,7 +88,8 @@ std::vector<ExposedLinear> exposeLinearWeights(Graph& graph) {
   return out;
 }
 
-std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed) {
+std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed,
+                           std::vector<Renumbered>* renumbered) {
   std::size_t restored = 0;
   for (const ExposedLinear& e : exposed) {
     Value* wt = e.t->output();
@@ -108,9 +119,36 @@ std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed) {
     e.matmul->destroy();
     e.t->destroy();
     keepName(linear->output(), e.output_name);
+    if (renumbered && isNumbered(e.output_name))
+      renumbered->push_back({linear->output()->debugName(), e.output_name});
     ++restored;
   }
   return restored;
+}
+
+std::string withOriginalNumbers(std::string text, const std::vector<Renumbered>& renumbered) {
+  if (renumbered.empty())
+    return text;
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '%') {
+      std::size_t end = i + 1;
+      while (end < text.size() && continuesName(text[end]))
+        ++end;
+      const std::string_view name(text.data() + i + 1, end - i - 1);
+      const std::string* use = nullptr;
+      for (const Renumbered& r : renumbered)
+        if (name == r.now)
+          use = &r.before;
+      out += '%';
+      out += use ? std::string_view(*use) : name;
+      i = end;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
 }
 
 const ExposedLinear* findExposed(const std::vector<ExposedLinear>& exposed, const Node* matmul) {

@@ -33,10 +33,26 @@ struct ExposedLinear {
 /// inlined call stack, so they have its file:line, function, expression and module scope.
 std::vector<ExposedLinear> exposeLinearWeights(torch::jit::Graph& graph);
 
+/// A restored linear whose output had no name, only a number: TorchScript gives a new value a
+/// new number and refuses numbers as names, so the restored linear prints as `now`.
+struct Renumbered {
+  std::string now;    // the restored linear's output, as printed ("696")
+  std::string before; // the number the linear's output had ("235")
+};
+
 /// Puts back `aten::linear` for each exposed linear whose three nodes still read only each
 /// other (the transposed weight not converted, the product read only by the add). A linear
-/// whose input x was converted is restored reading the converted x. Returns how many.
-std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed);
+/// whose input x was converted is restored reading the converted x. Returns how many; the
+/// restored linears whose output was numbered are added to `renumbered` when given.
+std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed,
+                           std::vector<Renumbered>* renumbered = nullptr);
+
+/// `text`, a graph as graphText prints it, with each renumbered value printed under the number
+/// it had before exposure (whole names only: renaming %69 leaves %696 alone). The numbers freed
+/// by the destroyed linears are never given out again, so no other value can print as one.
+/// Without it, a rewrite that converts nothing would still show every numbered linear as
+/// changed in its diff.
+std::string withOriginalNumbers(std::string text, const std::vector<Renumbered>& renumbered);
 
 /// The exposed linear whose matmul is `matmul`; nullptr when it is not one.
 const ExposedLinear* findExposed(const std::vector<ExposedLinear>& exposed,
