@@ -129,6 +129,15 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
   std::vector<std::optional<Entry>> entries(count); // nullopt: not wanted
   const int passes = std::max(o.passes, 1);
   std::size_t done = 0;
+  auto tick = [&] {
+    if (o.tick)
+      o.tick(done);
+  };
+  // A layout left out or found in the database counts as all its passes done at once.
+  auto skipAll = [&] {
+    done += static_cast<std::size_t>(passes);
+    tick();
+  };
   for (int pass = 0; pass < passes; ++pass) {
     for (std::size_t i = 0; i < count; ++i) {
       if (pass > 0 && (!entries[i] || entries[i]->stored))
@@ -138,9 +147,7 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
       if (pass == 0) {
         formats::Layout l = layoutOf(t);
         if (o.wanted && !o.wanted(l)) {
-          done += static_cast<std::size_t>(passes);
-          if (o.tick)
-            o.tick(done);
+          skipAll();
           continue;
         }
         const auto [warmup, repeats] = o.counts ? o.counts(t) : std::pair<int, int>{3, 15};
@@ -151,9 +158,7 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
         e.stored = lookUp(db, e.key);
         entries[i] = std::move(e);
         if (entries[i]->stored) {
-          done += static_cast<std::size_t>(passes);
-          if (o.tick)
-            o.tick(done);
+          skipAll();
           continue;
         }
         measurePlacement(t, warmup, entries[i]->repeats, entries[i]->samples);
@@ -164,8 +169,8 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
         entries[i]->stored = summarizeSamples(std::move(entries[i]->samples));
         store(db, entries[i]->key, *entries[i]->stored);
       }
-      if (o.tick)
-        o.tick(++done);
+      ++done;
+      tick();
     }
   }
   std::vector<formats::ConversionCost> out;
