@@ -474,6 +474,26 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
   for (const std::string& f : files)
     parseFile(*db, f, run);
   out.matched = rewriter.handled().size();
+  // xsched leaves a site without an anchor `none` (libtorch made the value, not an expression of
+  // the program's); a schedule edited by hand can still ask for one: say so, never drop it.
+  for (const auto& d : schedule.decisions) {
+    if (d.action == formats::Action::None || !d.anchor.file.empty())
+      continue;
+    std::string location = "<schedule>", kind = "op " + std::to_string(d.producer);
+    for (const auto& op : schedule.ops)
+      if (op.id == d.producer) {
+        kind = op.kind;
+        if (op.source.known())
+          location = op.source.file + ":" + std::to_string(op.source.line) + ":" +
+                     std::to_string(op.source.col);
+      }
+    out.notes.push_back({location,
+                         "skipped: " + std::string(formats::actionName(d.action)) + " of " +
+                             d.value_name + " (made by " + kind +
+                             " inside libtorch) has no source anchor: no expression to edit",
+                         true});
+    ++out.skipped;
+  }
   // Apply the edits to each file's text, back to front.
   std::map<std::string, std::vector<const CppEdit*>> by_file;
   for (const auto& e : out.edits)

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
                  "C++ sources to patch (compile flags from -p or after --); prints a unified "
                  "diff unless --in-place, --check or --export-fixes");
   app.add_option("-p", o.build_dir, "folder with compile_commands.json (C++ sources)");
-  app.add_flag("--in-place", o.in_place, "C++: write the patched sources (atomically)");
+  app.add_flag("-i,--in-place", o.in_place, "C++: write the patched sources (atomically)");
   app.add_option("--export-fixes", o.export_fixes,
                  "C++: write the edits as clang-apply-replacements YAML");
   if (auto code = xalloc::parseCommandLine(app, own, argv))

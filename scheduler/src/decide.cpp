@@ -61,12 +61,42 @@ public:
       } else if (!r.contiguous) {
         out.emplace_back();
         out.back().decision = decideSync(r, *producer, &out.back());
+      } else {
+        continue;
       }
+      keepToOwnCode(out.back(), *producer);
     }
     return out;
   }
 
 private:
+  // In a program's profile a site is an expression of the program's own source. An op that
+  // libtorch runs for one of its calls (the `t` of the weight in `torch::nn::Linear`'s forward)
+  // has no anchor: no source edit can convert it or remove it, so it stays `none`, and the
+  // reason says what it would have gained and where.
+  void keepToOwnCode(Candidate& c, const formats::Op& producer) const {
+    Decision& d = c.decision;
+    if (p_.model.format != "libtorch-program" || !producer.anchor.file.empty() ||
+        (d.action == Action::None && !c.can_async))
+      return;
+    std::string where = producer.source.file.empty()
+                            ? std::string("a call of the program's")
+                            : producer.source.file + ":" + std::to_string(producer.source.line) +
+                                  ":" + std::to_string(producer.source.col);
+    if (!producer.source.text.empty())
+      where = "`" + producer.source.text + "` at " + where;
+    const std::string gain = d.action == Action::Remove
+                                 ? "removing it would save " + fmtMs(d.predicted_cost_ms) +
+                                       " for " + fmtMs(d.predicted_saving_ms) +
+                                       " more in its consumers"
+                                 : "a contiguous copy would save " + fmtMs(d.predicted_saving_ms) +
+                                       " for a cost of " + fmtMs(d.predicted_cost_ms);
+    d.reason = gain + ", but libtorch makes it (" + producer.kind + " inside " + where +
+               "): no expression of the program's own to edit";
+    d.action = Action::None;
+    c.can_async = false;
+  }
+
   double se(double iqr) const { return medianStandardError(iqr, p_.settings.repeats); }
   static double sq(double x) { return x * x; }
 
@@ -555,15 +585,27 @@ std::string explainSchedule(const formats::Schedule& s) {
   out << padded("site", 22) << " " << padded("expression", 34) << " " << padded("sizes", 16) << " "
       << padded("action", 7) << "  cost ms  save ms  why\n";
   for (const auto& d : s.decisions) {
-    std::string where = d.anchor.file;
+    // A site without an anchor (an op libtorch runs for a program's call) shows the line of the
+    // call that ran it; one without an expression (a part of a `chunk`) shows the op.
+    std::string where = d.anchor.file, expr = d.anchor.expr;
+    std::int64_t line = d.anchor.line;
+    for (const auto& op : s.ops)
+      if (op.id == d.producer) {
+        if (where.empty()) {
+          where = op.source.file;
+          line = op.source.line;
+        }
+        if (expr.empty())
+          expr = op.kind;
+      }
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);
-    where += ":" + std::to_string(d.anchor.line);
+    where += ":" + std::to_string(line);
     std::string sizes = "[";
     for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
       sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
     sizes += "]";
-    out << padded(where, 22) << " " << padded(d.anchor.expr, 34) << " " << padded(sizes, 16) << " "
+    out << padded(where, 22) << " " << padded(expr, 34) << " " << padded(sizes, 16) << " "
         << padded(formats::actionName(d.action), 7) << " "
         << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
         << "\n";

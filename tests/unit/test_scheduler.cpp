@@ -239,6 +239,41 @@ TEST(Scheduler, ExplainNamesEverySite) {
   EXPECT_NE(text.find("predicted 4.2000"), std::string::npos);
 }
 
+TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
+  // In a C++ program's profile, ops libtorch runs for one call of the program's (the weight's
+  // `t` in torch::nn::Linear's forward) have no anchor: no source edit can reach them.
+  Fixture f;
+  f.p.model.format = "libtorch-program";
+  f.p.ops[0].anchor = Anchor{};
+  f.p.ops[0].source = {"src/net.cpp", 14, 30, "auto y = fc->forward(x);"};
+  f.p.ops[3].anchor = Anchor{};
+  f.p.ops[3].source = f.p.ops[0].source;
+  Schedule s = makeSchedule(f.p, f.cost);
+  const auto& dv = f.decisionFor(s, 10);
+  EXPECT_EQ(dv.action, Action::None);
+  EXPECT_NE(dv.reason.find("would save 0.6000 ms for a cost of 0.1000 ms, but libtorch makes it "
+                           "(aten::transpose inside `auto y = fc->forward(x);` at "
+                           "src/net.cpp:14:30)"),
+            std::string::npos)
+      << dv.reason;
+  const auto& dw = f.decisionFor(s, 11);
+  EXPECT_EQ(dw.action, Action::None);
+  EXPECT_NE(dw.reason.find("removing it would save 0.2000 ms"), std::string::npos) << dw.reason;
+  // Nothing unreachable is counted in the prediction; the explanation shows where it ran.
+  EXPECT_NEAR(s.summary.predicted_time_after_ms, s.summary.predicted_time_before_ms, 1e-12);
+  const std::string text = explainSchedule(s);
+  EXPECT_NE(text.find("net.cpp:14             aten::transpose"), std::string::npos) << text;
+
+  // The same sites with anchors are converted and removed as usual; a TorchScript model's ops
+  // are graph nodes, reachable with or without an anchor.
+  Fixture g;
+  g.p.model.format = "libtorch-program";
+  EXPECT_EQ(g.decisionFor(makeSchedule(g.p, g.cost), 10).action, Action::Sync);
+  Fixture h;
+  h.p.ops[0].anchor = Anchor{};
+  EXPECT_EQ(h.decisionFor(makeSchedule(h.p, h.cost), 10).action, Action::Sync);
+}
+
 TEST(Scheduler, ParseBytes) {
   EXPECT_EQ(parseBytes("1048576"), 1048576);
   EXPECT_EQ(parseBytes("512M"), 512ll << 20);
