@@ -133,15 +133,33 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
     throw InputError(path, "'" + method + "' takes " + std::to_string(args.size() - 1) +
                                " inputs but " + std::to_string(tensors.size()) + " were given");
   for (std::size_t i = 1; i < args.size(); ++i) {
+    const c10::Argument& arg = args[i];
+    const bool takes_tensor = c10::TensorType::get()->isSubtypeOf(*arg.type());
     if (i - 1 < tensors.size()) {
+      // Only what is surely wrong: a tensor for an argument that takes none, or the reverse
+      // (values unpickled from --input-file carry loose types, such as Dict[Any, Any]).
+      const c10::IValue& v = tensors[i - 1];
+      const bool only_tensor = arg.type()->kind() == c10::TypeKind::TensorType;
+      if ((v.isTensor() && !takes_tensor) || (!v.isTensor() && only_tensor))
+        throw InputError(path, "'" + method + "' takes input '" + arg.name() + "' of type " +
+                                   arg.type()->annotation_str() + ", but was given " +
+                                   v.type()->annotation_str() +
+                                   (takes_tensor ? std::string()
+                                                 : " (--input-shape describes tensors; pass "
+                                                   "other values with --input-file)"));
       inputs.push_back(std::move(tensors[i - 1]));
-    } else if (args[i].default_value()) {
-      inputs.push_back(*args[i].default_value());
-    } else {
-      throw InputError(path, "'" + method + "' needs input '" + args[i].name() +
+    } else if (arg.default_value()) {
+      inputs.push_back(*arg.default_value());
+    } else if (takes_tensor) {
+      throw InputError(path, "'" + method + "' needs input '" + arg.name() +
                                  "': give --input-shape for each input, or store example "
                                  "inputs in the model's extra file " +
                                  tspass::kExampleInputsFile);
+    } else {
+      throw InputError(path, "'" + method + "' needs input '" + arg.name() + "' of type " +
+                                 arg.type()->annotation_str() +
+                                 ", which --input-shape cannot describe: save the inputs with "
+                                 "torch.save((...)) and pass --input-file");
     }
   }
   return inputs;

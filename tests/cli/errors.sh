@@ -16,6 +16,31 @@ expect_error 2 "error: the model has no method 'predict'" -- xprof "$model" --me
 expect_error 2 'failed on the example inputs' -- xprof "$model" --input-shape 3x3 "${QUICK[@]}"
 expect_error 2 "cannot read '4xq' as a shape" -- xprof "$model" --input-shape 4xq
 [[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
+# Inputs --input-shape cannot describe: an int, a dict. The message says to use --input-file,
+# which then works. (TorchScript reads the classes' source: a file, not stdin.)
+cat >"$WORK/inputs.py" <<'PY'
+import sys, torch
+from typing import Dict
+class Scaled(torch.nn.Module):
+    def forward(self, x, n: int):
+        return x.t().contiguous() * n
+class Keyed(torch.nn.Module):
+    def forward(self, d: Dict[str, torch.Tensor]):
+        return d["a"].t() @ d["b"]
+torch.jit.script(Scaled()).save(sys.argv[1] + "/scaled.pt")
+torch.jit.script(Keyed()).save(sys.argv[1] + "/keyed.pt")
+torch.save((torch.randn(4, 8), 3), sys.argv[1] + "/scaled.in")
+torch.save(({"a": torch.randn(3, 3), "b": torch.randn(3, 3)},), sys.argv[1] + "/keyed.in")
+PY
+"$XALLOC_PYTHON" "$WORK/inputs.py" "$WORK"
+expect_error 2 "scaled\.pt: error: 'forward' needs input 'n' of type int, which --input-shape cannot describe: .* --input-file" -- \
+  xprof "$WORK/scaled.pt" --input-shape 4x8 -o "$WORK/p.json"
+expect_error 2 "error: 'forward' takes input 'n' of type int, but was given Tensor" -- \
+  xprof "$WORK/scaled.pt" --input-shape 4x8 --input-shape 1 -o "$WORK/p.json"
+expect_error 2 "keyed\.pt: error: 'forward' needs input 'd' of type Dict\[str, Tensor\]" -- xprof "$WORK/keyed.pt" -o "$WORK/p.json"
+[[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
+xprof "$WORK/scaled.pt" --input-file "$WORK/scaled.in" -o "$WORK/scaled.json" "${QUICK[@]}" || fail "int input from --input-file"
+xprof "$WORK/keyed.pt" --input-file "$WORK/keyed.in" -o "$WORK/keyed.json" "${QUICK[@]}" || fail "dict input from --input-file"
 
 # Malformed documents: the position or the JSON Pointer of the problem.
 head -c 300 "$WORK/profile.json" >"$WORK/truncated.json"
