@@ -52,6 +52,12 @@ std::string joinInts(const std::vector<std::int64_t>& v) {
   }
   return s + "]";
 }
+
+std::string compilerLocation(const std::string& file, std::int64_t line, std::int64_t col) {
+  if (file.empty() || line <= 0)
+    return file;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
 } // namespace
 
 std::string Layout::key() const {
@@ -63,10 +69,12 @@ bool Anchor::sameSite(const Anchor& o) const {
          ordinal == o.ordinal;
 }
 
+std::string SourceLoc::location() const {
+  return compilerLocation(file, line, col);
+}
+
 std::string Anchor::location() const {
-  if (file.empty() || line <= 0)
-    return file;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+  return compilerLocation(file, line, col);
 }
 
 std::string Anchor::describe() const {

@@ -484,8 +484,7 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
       if (op.id == d.producer) {
         kind = op.kind;
         if (op.source.known())
-          location = op.source.file + ":" + std::to_string(op.source.line) + ":" +
-                     std::to_string(op.source.col);
+          location = op.source.location();
       }
     out.notes.push_back({location,
                          "skipped: " + std::string(formats::actionName(d.action)) + " of " +

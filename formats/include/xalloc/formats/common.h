@@ -41,6 +41,8 @@ struct SourceLoc {
   std::int64_t col = 0;
   std::string text;
   bool known() const { return !file.empty() && line > 0; }
+  /// "model.py:47:12" in compiler style; "" when the file is unknown.
+  std::string location() const;
 };
 
 /// A place in the source that survives edits above it: the enclosing function, the expression's
