@@ -1,4 +1,4 @@
-// makeSchedule: measured-saving versus predicted-cost decisions, peak memory, and --explain.
+// makeSchedule: measured-saving versus predicted-cost decisions and peak memory.
 #include "xalloc/scheduler/decide.h"
 
 #include <algorithm>
@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
@@ -79,10 +78,8 @@ private:
     if (p_.model.format != "libtorch-program" || !producer.anchor.file.empty() ||
         (d.action == Action::None && !c.can_async))
       return;
-    std::string where = producer.source.file.empty()
-                            ? std::string("a call of the program's")
-                            : producer.source.file + ":" + std::to_string(producer.source.line) +
-                                  ":" + std::to_string(producer.source.col);
+    std::string where = producer.source.file.empty() ? std::string("a call of the program's")
+                                                     : producer.source.location();
     if (!producer.source.text.empty())
       where = "`" + producer.source.text + "` at " + where;
     const std::string gain = d.action == Action::Remove
@@ -563,62 +560,6 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
                  "the plan's peak " + std::to_string(m.peak_bytes_after) +
                      " stays within the budget the solver enforced");
   return s;
-}
-
-namespace {
-std::string fmt(const char* format, double a, double b) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, a, b);
-  return buf;
-}
-
-std::string padded(std::string s, std::size_t width) {
-  if (s.size() > width)
-    s = s.substr(0, width - 3) + "...";
-  s.resize(width, ' ');
-  return s;
-}
-} // namespace
-
-std::string explainSchedule(const formats::Schedule& s) {
-  std::ostringstream out;
-  out << padded("site", 22) << " " << padded("expression", 34) << " " << padded("sizes", 16) << " "
-      << padded("action", 7) << "  cost ms  save ms  why\n";
-  for (const auto& d : s.decisions) {
-    // A site without an anchor (an op libtorch runs for a program's call) shows the line of the
-    // call that ran it; one without an expression (a part of a `chunk`) shows the op.
-    std::string where = d.anchor.file, expr = d.anchor.expr;
-    std::int64_t line = d.anchor.line;
-    for (const auto& op : s.ops)
-      if (op.id == d.producer) {
-        if (where.empty()) {
-          where = op.source.file;
-          line = op.source.line;
-        }
-        if (expr.empty())
-          expr = op.kind;
-      }
-    if (auto slash = where.rfind('/'); slash != std::string::npos)
-      where = where.substr(slash + 1);
-    where += ":" + std::to_string(line);
-    std::string sizes = "[";
-    for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
-      sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
-    sizes += "]";
-    out << padded(where, 22) << " " << padded(expr, 34) << " " << padded(sizes, 16) << " "
-        << padded(formats::actionName(d.action), 7) << " "
-        << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
-        << "\n";
-  }
-  const auto& m = s.summary;
-  out << "predicted "
-      << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
-      << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
-      << s.count(Action::Sync) << " sync, " << s.count(Action::Async) << " async, "
-      << s.count(Action::Remove) << " remove, " << s.count(Action::None)
-      << " none; solver: " << m.solver << " ("
-      << (m.optimal ? std::string("optimal") : "gap " + std::to_string(m.gap)) << ")\n";
-  return out.str();
 }
 
 } // namespace xalloc::scheduler

@@ -1,0 +1,67 @@
+// explainSchedule: the --explain table, one line per site, and the summary.
+#include <cstdio>
+#include <sstream>
+
+#include "xalloc/scheduler/decide.h"
+
+namespace xalloc::scheduler {
+
+using formats::Action;
+
+namespace {
+std::string fmt(const char* format, double a, double b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+std::string padded(std::string s, std::size_t width) {
+  if (s.size() > width)
+    s = s.substr(0, width - 3) + "...";
+  s.resize(width, ' ');
+  return s;
+}
+} // namespace
+
+std::string explainSchedule(const formats::Schedule& s) {
+  std::ostringstream out;
+  out << padded("site", 22) << " " << padded("expression", 34) << " " << padded("sizes", 16) << " "
+      << padded("action", 7) << "  cost ms  save ms  why\n";
+  for (const auto& d : s.decisions) {
+    // A site without an anchor (an op libtorch runs for a program's call) shows the line of the
+    // call that ran it; one without an expression (a part of a `chunk`) shows the op.
+    std::string where = d.anchor.file, expr = d.anchor.expr;
+    std::int64_t line = d.anchor.line;
+    for (const auto& op : s.ops)
+      if (op.id == d.producer) {
+        if (where.empty()) {
+          where = op.source.file;
+          line = op.source.line;
+        }
+        if (expr.empty())
+          expr = op.kind;
+      }
+    if (auto slash = where.rfind('/'); slash != std::string::npos)
+      where = where.substr(slash + 1);
+    where += ":" + std::to_string(line);
+    std::string sizes = "[";
+    for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
+      sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
+    sizes += "]";
+    out << padded(where, 22) << " " << padded(expr, 34) << " " << padded(sizes, 16) << " "
+        << padded(formats::actionName(d.action), 7) << " "
+        << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
+        << "\n";
+  }
+  const auto& m = s.summary;
+  out << "predicted "
+      << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
+      << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
+      << s.count(Action::Sync) << " sync, " << s.count(Action::Async) << " async, "
+      << s.count(Action::Remove) << " remove, " << s.count(Action::None)
+      << " none; solver: " << m.solver << " ("
+      << (m.optimal ? std::string("optimal") : "gap " + std::to_string(m.gap)) << ")\n";
+  return out.str();
+}
+
+} // namespace xalloc::scheduler
