@@ -268,7 +268,9 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   // are graph nodes, reachable with or without an anchor.
   Fixture g;
   g.p.model.format = "libtorch-program";
-  EXPECT_EQ(g.decisionFor(makeSchedule(g.p, g.cost), 10).action, Action::Sync);
+  const Schedule sg = makeSchedule(g.p, g.cost);
+  EXPECT_EQ(g.decisionFor(sg, 10).action, Action::Sync);
+  EXPECT_EQ(g.decisionFor(sg, 11).action, Action::Remove);
   Fixture h;
   h.p.ops[0].anchor = Anchor{};
   EXPECT_EQ(h.decisionFor(makeSchedule(h.p, h.cost), 10).action, Action::Sync);
