@@ -69,6 +69,15 @@ bool Anchor::sameSite(const Anchor& o) const {
          ordinal == o.ordinal;
 }
 
+const Op* findOp(const std::vector<Op>& ops, std::int64_t id) {
+  if (id >= 0 && static_cast<std::size_t>(id) < ops.size() && ops[id].id == id)
+    return &ops[id];
+  for (const auto& op : ops)
+    if (op.id == id)
+      return &op;
+  return nullptr;
+}
+
 std::string SourceLoc::location() const {
   return compilerLocation(file, line, col);
 }

@@ -12,12 +12,7 @@ namespace xalloc::formats {
 using nlohmann::json;
 
 const Op* Profile::findOp(std::int64_t id) const {
-  if (id >= 0 && static_cast<std::size_t>(id) < ops.size() && ops[id].id == id)
-    return &ops[id];
-  for (const auto& op : ops)
-    if (op.id == id)
-      return &op;
-  return nullptr;
+  return formats::findOp(ops, id);
 }
 
 const Record* Profile::findRecord(std::int64_t id) const {

@@ -480,12 +480,11 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
     if (d.action == formats::Action::None || !d.anchor.file.empty())
       continue;
     std::string location = "<schedule>", kind = "op " + std::to_string(d.producer);
-    for (const auto& op : schedule.ops)
-      if (op.id == d.producer) {
-        kind = op.kind;
-        if (op.source.known())
-          location = op.source.location();
-      }
+    if (const formats::Op* op = schedule.findOp(d.producer)) {
+      kind = op->kind;
+      if (op->source.known())
+        location = op->source.location();
+    }
     out.notes.push_back({location,
                          "skipped: " + std::string(formats::actionName(d.action)) + " of " +
                              d.value_name + " (made by " + kind +

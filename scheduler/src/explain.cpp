@@ -32,15 +32,14 @@ std::string explainSchedule(const formats::Schedule& s) {
     // call that ran it; one without an expression (a part of a `chunk`) shows the op.
     std::string where = d.anchor.file, expr = d.anchor.expr;
     std::int64_t line = d.anchor.line;
-    for (const auto& op : s.ops)
-      if (op.id == d.producer) {
-        if (where.empty()) {
-          where = op.source.file;
-          line = op.source.line;
-        }
-        if (expr.empty())
-          expr = op.kind;
+    if (const formats::Op* op = s.findOp(d.producer)) {
+      if (where.empty()) {
+        where = op->source.file;
+        line = op->source.line;
       }
+      if (expr.empty())
+        expr = op->kind;
+    }
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);
     where += ":" + std::to_string(line);

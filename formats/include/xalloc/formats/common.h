@@ -101,6 +101,10 @@ struct Op {
   std::vector<std::int64_t> outputs; // tensor value ids
 };
 
+/// The op with this id in a profile's or a schedule's `ops` (ids are usually their positions);
+/// nullptr when there is none.
+const Op* findOp(const std::vector<Op>& ops, std::int64_t id);
+
 /// A window in which the compute device has spare capacity. Work placed in it can start once op
 /// `after_op_id` has finished and must be done before op `before_op_id` starts. `spare_cores`
 /// says how much compute is idle meanwhile (CPU: cores not busy; GPU: 1 while the device idles).

@@ -57,6 +57,8 @@ struct Schedule {
 
   /// Number of decisions with the given action.
   std::int64_t count(Action a) const;
+  /// The op with this id; nullptr when the schedule does not list it.
+  const Op* findOp(std::int64_t id) const { return formats::findOp(ops, id); }
 };
 
 nlohmann::json toJson(const Schedule& s);
