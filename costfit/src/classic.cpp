@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <Eigen/Dense>
 
@@ -158,10 +159,17 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
   formats::Cost cost;
   cost.model = profile.model;
   cost.conversion_cost_table = profile.conversion_cost_table;
+  // The profile's layouts, then the extra ones it does not have.
+  std::vector<const formats::ConversionCost*> measured;
+  std::set<std::string> seen;
+  for (const auto* table : {&profile.conversion_cost_table, &options.also})
+    for (const auto& c : *table)
+      if (seen.insert(c.key()).second)
+        measured.push_back(&c);
   std::map<std::pair<std::string, std::string>, std::vector<Sample>> groups;
-  for (const auto& c : profile.conversion_cost_table)
-    groups[{c.layout.device, formats::dtypeGroup(c.layout.dtype)}].push_back(
-        {c.layout, c.median_ms});
+  for (const auto* c : measured)
+    groups[{c->layout.device, formats::dtypeGroup(c->layout.dtype)}].push_back(
+        {c->layout, c->median_ms});
   for (const auto& [key, samples] : groups) {
     double floor_gbps = key.first == profile.device.type ? profile.device.copy_bandwidth_gbps : 0;
     CostModelEntry e = fitClassic(samples, key.first, key.second, floor_gbps);
@@ -170,8 +178,8 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
   }
   // The stride-aware model: one per device, over every dtype.
   std::map<std::string, std::vector<Sample>> by_device;
-  for (const auto& c : profile.conversion_cost_table)
-    by_device[c.layout.device].push_back({c.layout, c.median_ms});
+  for (const auto* c : measured)
+    by_device[c->layout.device].push_back({c->layout, c->median_ms});
   for (const auto& [device, samples] : by_device) {
     const bool ours = device == profile.device.type;
     const double floor_gbps = ours ? profile.device.copy_bandwidth_gbps : 0;

@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
   app.add_option("--test", o.test,
                  "also score both models on this independent profile's measured layouts "
                  "(e.g. `xprof --sweep --seed 1`)");
+  app.add_option("--train", o.train,
+                 "also fit on this profile's measured layouts, e.g. a larger calibration sweep "
+                 "made once per machine (`xprof --sweep --sweep-count 2400`); repeatable; it "
+                 "must come from the same machine and thread count");
   auto* predict = app.add_subcommand(
       "predict",
       "read layouts as JSON Lines on stdin ({\"sizes\":[..],\"strides\":[..],"

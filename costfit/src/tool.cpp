@@ -67,6 +67,26 @@ std::string reportTable(const formats::Cost& cost) {
   return out.str();
 }
 
+std::string describe(const formats::DeviceInfo& d) {
+  return "'" + d.name + "' (" + d.type + ", L2 " + std::to_string(d.caches.l2_bytes >> 10) +
+         " KiB, L3 " + std::to_string(d.caches.l3_bytes >> 10) + " KiB, " +
+         std::to_string(d.threads) + (d.threads == 1 ? " thread)" : " threads)");
+}
+
+// Timings from another machine, or taken with another number of threads, would pull the fit
+// toward times this profile's device never shows.
+void requireSameMachine(const formats::DeviceInfo& ours, const formats::DeviceInfo& theirs,
+                        const std::string& path) {
+  const bool same = ours.type == theirs.type && ours.name == theirs.name &&
+                    ours.threads == theirs.threads &&
+                    ours.caches.l1d_bytes == theirs.caches.l1d_bytes &&
+                    ours.caches.l2_bytes == theirs.caches.l2_bytes &&
+                    ours.caches.l3_bytes == theirs.caches.l3_bytes;
+  if (!same)
+    throw InputError(path, "--train: measured on " + describe(theirs) + ", the profile on " +
+                               describe(ours) + "; fit only on timings of the same machine");
+}
+
 int runPredict(const XcostOptions& o) {
   if (o.cost.empty())
     throw InputError("xcost", "predict needs --cost cost.json");
@@ -120,6 +140,15 @@ int runXcost(const XcostOptions& o) {
       formats::profileFromJson(set.require(formats::DocKind::Profile), set.name());
   FitOptions fo;
   fo.folds = o.folds;
+  for (const auto& path : o.train) {
+    formats::Profile extra = formats::loadProfile(path);
+    requireSameMachine(profile.device, extra.device, path);
+    if (extra.conversion_cost_table.empty())
+      throw InputError(path, "no measured layouts to fit on (make a calibration sweep with "
+                             "`xprof MODEL --sweep`)");
+    fo.also.insert(fo.also.end(), extra.conversion_cost_table.begin(),
+                   extra.conversion_cost_table.end());
+  }
   formats::Cost cost = fitCost(profile, fo);
   cost.tool_version = kVersion;
   if (!o.test.empty())

@@ -53,6 +53,17 @@ import json, sys
 d = json.load(open(sys.argv[1])); d["records"][1]["strides"] = "wide"; json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_error 2 'badtype\.json: /records/1/strides: error: expected an array, got a string' -- xcost "$WORK/badtype.json"
+# xcost --train: only timings of the same machine and thread count, and only with layouts.
+python3 - "$WORK/profile.json" "$WORK/threads8.json" "$WORK/nolayouts.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["device"]["threads"] = 8; json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1])); d["conversion_cost_table"] = []; json.dump(d, open(sys.argv[3], "w"))
+PY
+expect_error 2 "threads8\.json: error: --train: measured on .*8 threads\), the profile on .*; fit only on timings of the same machine" -- \
+  xcost "$WORK/profile.json" --train "$WORK/threads8.json" -o "$WORK/c.json"
+expect_error 2 'nolayouts\.json: error: no measured layouts to fit on' -- xcost "$WORK/profile.json" --train "$WORK/nolayouts.json" -o "$WORK/c.json"
+expect_error 2 '^missing\.json: error: cannot read file' -- xcost "$WORK/profile.json" --train missing.json -o "$WORK/c.json"
+[[ ! -e "$WORK/c.json" ]] || fail "a failed xcost left an output file"
 python3 - "$WORK/schedule.json" "$WORK/noaction.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["decisions"].append({"value_id": 0, "producer": 0, "consumers": []}); json.dump(d, open(sys.argv[2], "w"))

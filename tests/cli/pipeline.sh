@@ -191,6 +191,26 @@ for m in stride classic; do
     fail "predict --model $m did not answer with that model"
 done
 
+# A calibration sweep of the same machine widens the fit (xcost --train): more samples shape the
+# models, the cost table keeps the profile's own layouts, and a layout both have counts once.
+xprof "$XALLOC_SAMPLES/mixer.pt" "${QUICK[@]}" --no-consumers --sweep --sweep-count 24 \
+  --sweep-max-bytes 1M --seed 3 -o "$WORK/sweep3.json"
+xcost "$WORK/mixer/profile.json" --train "$WORK/sweep3.json" --train "$WORK/sweep3.json" \
+  -o "$WORK/trained.json" || fail "xcost --train"
+python3 - "$WORK/mixer/profile.json" "$WORK/sweep3.json" "$WORK/mixer/cost.json" "$WORK/trained.json" <<'PY' ||
+import json, sys
+prof, sweep, plain, trained = (json.load(open(p)) for p in sys.argv[1:])
+key = lambda c: c["key"]
+timed = lambda t: {key(c) for c in t["conversion_cost_table"] if c["median_ms"] > 0}
+n = lambda cost: next(p["n_samples"] for p in cost["stride_model"][0]["paths"] if p["path"] == "any")
+assert len(timed(sweep) - timed(prof)) >= 20, "the sweep adds layouts"
+assert n(plain) == len(timed(prof)), (n(plain), len(timed(prof)))
+assert n(trained) == len(timed(prof) | timed(sweep)), (n(trained), len(timed(prof) | timed(sweep)))
+assert trained["conversion_cost_table"] == plain["conversion_cost_table"], "the table changed"
+assert trained["stride_model"][0]["holdout"]["samples"] == n(trained)
+PY
+  fail "xcost --train did not fit on the union of layouts"
+
 # A real async decision: in the overlap model an independent branch runs between a transpose and
 # its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it
 # on the side worker, bit-identical to the original.

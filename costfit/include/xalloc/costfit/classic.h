@@ -44,6 +44,10 @@ std::optional<formats::FitQuality> crossValidateClassic(const std::vector<Sample
 
 struct FitOptions {
   int folds = 5;
+  /// More measured layouts to fit on, e.g. a larger calibration sweep of the same machine. They
+  /// shape the models only: the cost table keeps the profile's own layouts. A layout the profile
+  /// (or an earlier entry) already has is left out, so no layout sits on both sides of a fold.
+  std::vector<formats::ConversionCost> also;
 };
 
 /// Fits every (device, dtype group) present in the profile's conversion cost table with the

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace xalloc::costfit {
 
@@ -10,7 +11,8 @@ struct XcostOptions {
   std::string output; // cost.json, "-", or "" (stream mode)
   bool report = false;
   int folds = 5;
-  std::string test; // an independent profile to score the models on ("" = none)
+  std::string test;               // an independent profile to score the models on ("" = none)
+  std::vector<std::string> train; // more profiles (of the same machine) to fit on
   // `xcost predict`
   bool predict = false;
   std::string cost; // cost.json for predict ("" = read the stream on stdin... not allowed)
