@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -146,8 +147,8 @@ int runXcost(const XcostOptions& o) {
     if (extra.conversion_cost_table.empty())
       throw InputError(path, "no measured layouts to fit on (make a calibration sweep with "
                              "`xprof MODEL --sweep`)");
-    fo.also.insert(fo.also.end(), extra.conversion_cost_table.begin(),
-                   extra.conversion_cost_table.end());
+    fo.also.insert(fo.also.end(), std::make_move_iterator(extra.conversion_cost_table.begin()),
+                   std::make_move_iterator(extra.conversion_cost_table.end()));
   }
   formats::Cost cost = fitCost(profile, fo);
   cost.tool_version = kVersion;
