@@ -75,9 +75,9 @@ public:
     p_.model.sha256 = model.sha256;
     p_.model.format = "torchscript";
     p_.model.method = o_.method;
+    // Numbered as xrewrite numbers it, on the form every saved copy of the model has.
+    tspass::canonicalize(model, o_.method);
     auto method = model.module.find_method(o_.method);
-    if (!method)
-      throw InputError(o_.model, "the model has no method '" + o_.method + "'");
     prepareInputs(model);
     p_.settings.iterations = o_.iterations;
     p_.settings.warmup = o_.warmup;

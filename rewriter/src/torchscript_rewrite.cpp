@@ -76,6 +76,8 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
                            " (another file); decisions are matched by source anchor");
+  // The form the saved result will have, so ops are numbered as they will be when it is read.
+  tspass::canonicalize(model, o.method);
   auto graph = tspass::inlineMethod(model.module, o.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::string before = tspass::graphText(*graph);

@@ -111,6 +111,32 @@ xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --form fast --check -q ||
 xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --check -q ||
   fail "a fast-form model counts as converted for the portable form too"
 
+# nn.MultiheadAttention: its inlined graph carries a copy of the attention that can never run
+# (the separate-projection path, whose weights are None here), and loading a saved model drops
+# it. The schedule must find every site in the rewritten model as it did in the original: all
+# already applied on a second run, none lost to ops numbered differently.
+model="$XALLOC_SAMPLES/attention.pt"
+xprof "$model" "${QUICK[@]}" | xcost | xsched -o "$WORK/attn.json"
+python3 - "$WORK/attn.json" "$WORK/attn-forced.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+n = 0
+for d in s["decisions"]:
+    if d["action"] == "none" and d["consumers"] and d["input_anchor"] is None:
+        d["action"] = "sync"
+        n += 1
+assert n > 0, "no site to convert"
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite "$model" -s "$WORK/attn-forced.json" -o "$WORK/attn.pt" 2>"$WORK/attn1.log" ||
+  fail "attention: $(cat "$WORK/attn1.log")"
+applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/attn1.log")
+[[ -n "$applied" && "$applied" -gt 0 ]] || fail "attention: $(grep '^xrewrite: [0-9]' "$WORK/attn1.log")"
+xrewrite "$WORK/attn.pt" -s "$WORK/attn-forced.json" --check 2>"$WORK/attn2.log" ||
+  fail "attention: the rewritten model still needs changes"
+grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/attn2.log" ||
+  fail "attention: a second run lost sites: $(grep -v ': note: ' "$WORK/attn2.log" | head -5)"
+
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"

@@ -2,8 +2,10 @@
 #include "xalloc/tspass/model_io.h"
 
 #include <cstdio>
+#include <sstream>
 
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <unistd.h>
 
@@ -37,6 +39,21 @@ LoadedModel loadModel(const std::string& path) {
   }
   m.extra_files.insert(extra.begin(), extra.end());
   return m;
+}
+
+void canonicalize(LoadedModel& model, const std::string& method) {
+  auto m = model.module.find_method(method);
+  if (!m)
+    throw InputError(model.path, "the model has no method '" + method + "'");
+  torch::jit::Inline(*m->graph());
+  std::stringstream buffer;
+  try {
+    model.module.save(buffer);
+    model.module = torch::jit::load(buffer, c10::Device(c10::kCPU));
+  } catch (const std::exception& e) {
+    throw InputError(model.path, "cannot pass the inlined model through the serializer: " +
+                                     firstLine(e.what()));
+  }
 }
 
 void saveModel(const torch::jit::Module& module, const std::string& path,

@@ -25,6 +25,15 @@ struct LoadedModel {
 /// TorchScript archive, throws InputError("path", reason).
 LoadedModel loadModel(const std::string& path);
 
+/// Inlines `method` into the module and passes the module once through the serializer, so its
+/// graph has the shape any saved copy of it will have. Loading compiles a model from its saved
+/// code, and that drops code an inlined graph still carries but can never run (a call site
+/// specialized with a None attribute, such as MultiheadAttention's separate-projection path),
+/// which would renumber the ops after it. xprof and xrewrite both index this form, so a
+/// schedule matches a rewritten model (itself a saved copy) as it matched the original.
+/// Throws InputError when the model has no such method.
+void canonicalize(LoadedModel& model, const std::string& method);
+
 /// Saves `module` with `extra_files` to `path` atomically.
 void saveModel(const torch::jit::Module& module, const std::string& path,
                const std::map<std::string, std::string>& extra_files);
