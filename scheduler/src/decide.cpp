@@ -249,6 +249,13 @@ private:
     }
     if (src->producer_op)
       d.input_anchor = p_.findOp(*src->producer_op)->anchor;
+    if (!r.contiguous) {
+      // `.contiguous(memory_format=torch.channels_last)` and the like: a real change of
+      // layout, which no rewriter removes (only plain `.contiguous()` calls).
+      d.reason = "it converts to another memory format, not to row-major; only plain "
+                 ".contiguous() calls are removed";
+      return d;
+    }
     if (src->contiguous) {
       // Converting a tensor that is already contiguous returns that very tensor: removing the
       // call cannot change results, aliasing or any consumer's speed. It only saves the call.

@@ -115,6 +115,26 @@ TEST(Scheduler, SyncWhenSavingBeatsCostAndRemoveWhenConversionIsWasted) {
   EXPECT_EQ(s.summary.gap, 0.0);
 }
 
+TEST(Scheduler, NeverRemovesAConversionToAnotherMemoryFormat) {
+  // x.contiguous(memory_format=torch.channels_last) on a row-major x: the input is contiguous,
+  // yet the call is no pure overhead: it changes the layout every consumer sees.
+  Fixture f;
+  Record& in = f.p.records[1];
+  in.layout = {{2, 8, 6, 6}, {288, 36, 6, 1}, 0, "float32", "cpu"};
+  in.contiguous = true;
+  Record& out = f.p.records[2];
+  out.layout = {{2, 8, 6, 6}, {288, 1, 48, 8}, 0, "float32", "cpu"};
+  out.contiguous = false;
+  Schedule s = makeSchedule(f.p, f.cost);
+  const auto& d = f.decisionFor(s, 11);
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("another memory format"), std::string::npos) << d.reason;
+  // The same call on a row-major output is what it looks like: pure overhead.
+  out.layout = in.layout;
+  out.contiguous = true;
+  EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost), 11).action, Action::Remove);
+}
+
 TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
   Fixture f;
   f.v().consumers = {Fixture::consumer(1, 1.0, 1.05), Fixture::consumer(2, 1.0, 0.95)};
