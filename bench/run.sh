@@ -9,7 +9,7 @@ OUT=${OUT:-data/tmp/bench}
 RUNS=${RUNS:-50}
 mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
-for name in minigpt mixer redundant; do
+for name in minigpt mixer redundant frozen; do
   model="$SAMPLES/$name.pt"
   echo "== $name"
   xprof "$model" -q -o "$OUT/$name.profile.json"

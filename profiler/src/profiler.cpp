@@ -31,6 +31,7 @@
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/profiler/trace.h"
 #include "xalloc/torch_compat.h"
+#include "xalloc/tspass/constants.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/linear.h"
@@ -48,11 +49,13 @@ namespace {
 
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
-constexpr int kMeasureMethod = 3; // 3: linears exposed (tspass/linear.h)
+// 4: ops numbered on the model passed through the serializer (tspass::canonicalize).
+constexpr int kMeasureMethod = 4;
 // The version of what xprof concludes from its measurements (records, safety judgements):
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
-constexpr int kProfileAnalysis = 2;
+// 3: values computed from constants alone have origin "constant".
+constexpr int kProfileAnalysis = 3;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
 
@@ -428,7 +431,9 @@ private:
       } else {
         r.producer_op = index_->opId(p);
         r.output_index = static_cast<std::int64_t>(v->offset());
-        r.origin = p->kind() == c10::prim::GetAttr ? "attribute" : "op";
+        r.origin = p->kind() == c10::prim::GetAttr ? "attribute"
+                   : tspass::isConstantTensor(v)   ? "constant"
+                                                   : "op";
       }
       if (r.producer_op)
         r.first_use = *r.producer_op;

@@ -9,6 +9,7 @@ pattern the tools must handle:
 - Forked: uses torch.jit.fork, which xprof does not run: it must say so clearly.
 - ShuffleCNN: ShuffleNet-style units (channel split with chunk, concatenation, channel shuffle
   through view + transpose) and a per-pixel Linear applied through permutes.
+- FrozenMLP: two Linears of a model frozen with torch.jit.freeze (weights are constants).
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
@@ -144,6 +145,21 @@ class Overlap(nn.Module):
         return self.proj(t).sum(1) + b.sum(1)
 
 
+class FrozenMLP(nn.Module):
+    """Deployed with torch.jit.freeze: the Linear weights become constants, so a weight's
+    transpose is known before the model runs and converting it costs nothing per call."""
+
+    FREEZE = True
+
+    def __init__(self, dim: int = 512):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, dim)
+        self.fc2 = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
 MODELS = {
     "mixer": (TokenMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "redundant": (Redundant, [{"name": "x", "shape": [128, 64], "dtype": "float32"}]),
@@ -153,4 +169,5 @@ MODELS = {
     "attention": (Attention, [{"name": "x", "shape": [4, 32, 16, 16], "dtype": "float32"}]),
     "overlap": (Overlap, [{"name": "x", "shape": [8, 128, 128], "dtype": "float32"},
                           {"name": "y", "shape": [8, 128, 128], "dtype": "float32"}]),
+    "frozen": (FrozenMLP, [{"name": "x", "shape": [4, 512], "dtype": "float32"}]),
 }

@@ -22,6 +22,8 @@ def main() -> int:
     for name, (cls, inputs) in sorted(MODELS.items()):
         torch.manual_seed(0)
         scripted = torch.jit.script(cls().eval())
+        if getattr(cls, "FREEZE", False):
+            scripted = torch.jit.freeze(scripted)
         path = os.path.join(out_dir, name + ".pt")
         tmp = path + ".tmp"
         torch.jit.save(scripted, tmp, _extra_files={

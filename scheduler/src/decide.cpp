@@ -160,7 +160,12 @@ private:
       d.reason = "the value is written in place; a copy would change what the write affects";
       return d;
     }
-    auto cost = predictor_.predict(r.layout);
+    // Computed from constants alone (a frozen weight's transpose): xrewrite converts it once,
+    // into the model, so the conversion costs nothing per run.
+    const bool constant = r.origin == "constant";
+    auto cost = constant ? std::optional<costfit::CostPredictor::Prediction>(
+                               costfit::CostPredictor::Prediction{0, 0, "constant"})
+                         : predictor_.predict(r.layout);
     if (!cost) {
       d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
       return d;
@@ -209,7 +214,7 @@ private:
     facts->cost = cost->ms;
     facts->margin = margin;
     // Hidden in an idle window, the conversion costs the critical path only the hand-off.
-    facts->can_async = !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
+    facts->can_async = !constant && !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
@@ -234,6 +239,10 @@ private:
     d.action = Action::Sync;
     d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
                " consumer(s) for a " + cost->model + " cost of " + fmtMs(cost->ms);
+    if (constant)
+      d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
+                 " consumer(s); the value comes from constants, so it is converted once, into "
+                 "the model, and costs nothing per run";
     return d;
   }
 
@@ -328,8 +337,8 @@ Storages storagesOf(const Profile& p) {
     s.positions = std::max(s.positions, op.id + 1);
   for (const Record& r : p.records) {
     s.positions = std::max(s.positions, r.last_use + 1);
-    if (r.origin == "attribute")
-      continue; // weights and buffers live for the whole program
+    if (r.origin == "attribute" || r.origin == "constant")
+      continue; // weights, buffers and constants live for the whole program
     auto [it, fresh] = s.intervals.try_emplace(
         r.storage_id, memplan::Interval{r.first_use, r.last_use, r.storage_bytes});
     if (!fresh) {
@@ -350,8 +359,8 @@ const formats::IdleEvent* findWindow(const Profile& p, std::int64_t id) {
 // The converted copy of a sync or async decision: from its allocation to the value's last use.
 std::optional<memplan::Interval> copyInterval(const Profile& p, const Decision& d) {
   const Record* r = p.findRecord(d.value_id);
-  if (!r || d.consumers.empty())
-    return std::nullopt;
+  if (!r || d.consumers.empty() || r->origin == "constant")
+    return std::nullopt; // a constant's copy is made once, into the model: no activation
   auto [lo, hi] = std::minmax_element(d.consumers.begin(), d.consumers.end());
   std::int64_t first = *lo;
   if (d.action == Action::Async && d.window_id)

@@ -137,6 +137,47 @@ xrewrite "$WORK/attn.pt" -s "$WORK/attn-forced.json" --check 2>"$WORK/attn2.log"
 grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/attn2.log" ||
   fail "attention: a second run lost sites: $(grep -v ': note: ' "$WORK/attn2.log" | head -5)"
 
+# A frozen model: its weights are constants, so each Linear's transposed weight is known before
+# the model runs. xprof marks it (origin "constant"), xsched prices its conversion at zero (never
+# async), and xrewrite converts it once, into the model: no aten::t or aten::contiguous is left
+# for it, the outputs are bit-identical, the file keeps its size, and a second run finds every
+# site already applied.
+model="$XALLOC_SAMPLES/frozen.pt"
+xprof "$model" -o "$WORK/frozen.profile.json" "${QUICK[@]}"
+xcost "$WORK/frozen.profile.json" | xsched -o "$WORK/frozen.json"
+python3 - "$WORK/frozen.profile.json" "$WORK/frozen.json" "$WORK/frozen-forced.json" <<'PY' ||
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+const = {r["id"] for r in p["records"] if r["origin"] == "constant"}
+assert len(const) == 2, f"expected the two transposed weights, got {const}"
+n = 0
+for d in s["decisions"]:
+    if d["value_id"] in const:
+        assert d["predicted_cost_ms"] == 0, d
+        assert d["action"] in ("sync", "none"), d
+        assert d["action"] == "none" or "converted once" in d["reason"], d["reason"]
+        d["action"] = "sync"
+        n += 1
+assert n == 2, n
+json.dump(s, open(sys.argv[3], "w"))
+PY
+  fail "frozen: constant weights are not priced as free"
+xrewrite "$model" -s "$WORK/frozen-forced.json" -o "$WORK/frozen.pt" --diff 2>"$WORK/frozen1.log" >"$WORK/frozen.diff" ||
+  fail "frozen: $(cat "$WORK/frozen1.log")"
+grep -q '^xrewrite: 2 applied' "$WORK/frozen1.log" || fail "frozen: $(grep '^xrewrite' "$WORK/frozen1.log")"
+grep -q '^+.*aten::\(t\|contiguous\)(' "$WORK/frozen.diff" &&
+  fail "frozen: the weights are still converted per call: $(grep '^+' "$WORK/frozen.diff")"
+[[ $(grep -c '^+.*aten::matmul' "$WORK/frozen.diff") -eq 2 ]] || fail "frozen: $(cat "$WORK/frozen.diff")"
+same_outputs "$model" "$WORK/frozen.pt" >/dev/null || fail "frozen: rewritten outputs differ"
+size_a=$(stat -c %s "$model")
+size_b=$(stat -c %s "$WORK/frozen.pt")
+((size_b < size_a * 11 / 10)) || fail "frozen: the model grew from $size_a to $size_b bytes"
+xrewrite "$WORK/frozen.pt" -s "$WORK/frozen-forced.json" --check 2>"$WORK/frozen2.log" ||
+  fail "frozen: the rewritten model still needs changes"
+grep -q '^xrewrite: 0 applied, 2 already applied, 0 not found' "$WORK/frozen2.log" ||
+  fail "frozen: a second run: $(grep -v ': note: ' "$WORK/frozen2.log" | head -5)"
+
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"

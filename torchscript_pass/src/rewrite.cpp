@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/tspass/constants.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/mutation.h"
@@ -113,7 +114,7 @@ public:
   }
 
   ApplyReport run() {
-    ApplyReport report;
+    ApplyReport& report = report_;
     // Conversions are inserted first and removed last, so no edit invalidates a node another
     // decision still has to find.
     std::vector<std::size_t> order;
@@ -143,7 +144,7 @@ public:
               [](const ApplyResult& a, const ApplyResult& b) {
                 return a.decision_index < b.decision_index;
               });
-    return report;
+    return std::move(report_);
   }
 
 private:
@@ -203,7 +204,10 @@ private:
     std::string why;
     Node* producer = resolve(d.anchor, &why);
     if (!producer) {
-      finish(r, ApplyStatus::NotFound, "producer not found: " + why);
+      if (d.action == Action::Sync && foldedEarlier(d))
+        finish(r, ApplyStatus::AlreadyApplied, "consumers already read a contiguous constant");
+      else
+        finish(r, ApplyStatus::NotFound, "producer not found: " + why);
       return false;
     }
     if (d.output_index < 0 ||
@@ -279,6 +283,12 @@ private:
     if (!findSite(d, r, site))
       return;
     Node* first = firstConsumer(site);
+    if (isConstantTensor(site.value)) {
+      if (auto folded = evaluateConstant(site.value)) {
+        foldSync(site, first, folded->contiguous().clone(), r);
+        return;
+      }
+    }
     // The fast form converts with the runtime's kernel (xalloc::contiguous), the portable one
     // with aten::contiguous.
     const bool fast = !options_.async_as_sync;
@@ -290,6 +300,54 @@ private:
            std::string("inserted ") + (fast ? "xalloc" : "aten") + "::contiguous(" +
                valueLabel(site.value) + ") before " + first->kind().toQualString() + "; " +
                std::to_string(site.direct.size()) + " input(s) rewired");
+  }
+
+  // A value computed from constants alone (a frozen model's weight, transposed): converted
+  // here, once, and stored in the model as a constant the consumers read. What computed the
+  // value is left without uses; the caller drops it (ApplyReport::unused).
+  void foldSync(const Site& site, Node* first, const at::Tensor& converted, ApplyResult& r) {
+    Value* cv;
+    {
+      torch::jit::WithInsertPoint guard(liftToBlockOf(first, site.value));
+      cv = graph_->insertConstant(converted);
+    }
+    cv->node()->setSourceRange(site.producer->sourceRange());
+    cv->setType(site.value->type()); // typed as the value it stands for, as a loaded model has it
+    nameAfter(cv, site.value, "_contig");
+    for (const auto& [c, i] : site.direct)
+      c->replaceInput(i, cv);
+    report_.unused.push_back(site.value);
+    finish(r, ApplyStatus::Applied,
+           std::string("converted once, now: ") + site.producer->kind().toQualString() +
+               " of constants only (a frozen weight), so the model stores the contiguous copy "
+               "as a constant; " +
+               std::to_string(site.direct.size()) + " input(s) rewired");
+  }
+
+  // A decision whose producer is gone because an earlier run folded it: every listed consumer
+  // still exists and reads a contiguous constant of the value's sizes.
+  bool foldedEarlier(const Decision& d) const {
+    if (d.consumers.empty())
+      return false;
+    for (std::int64_t cid : d.consumers) {
+      auto it = ops_by_id_.find(cid);
+      std::string why;
+      Node* c = it == ops_by_id_.end() ? nullptr : resolve(it->second->anchor, &why);
+      if (!c)
+        return false;
+      bool reads = false;
+      for (const Value* in : c->inputs()) {
+        if (in->node()->kind() != c10::prim::Constant)
+          continue;
+        auto iv = torch::jit::toIValue(in);
+        if (iv && iv->isTensor() && iv->toTensor().is_contiguous() &&
+            iv->toTensor().sizes().vec() == d.layout.sizes)
+          reads = true;
+      }
+      if (!reads)
+        return false;
+    }
+    return true;
   }
 
   static Value* insertFastContiguous(Value* value, Node* before, const Node* source) {
@@ -373,9 +431,41 @@ private:
   MutationInfo mutation_;
   std::map<std::int64_t, const formats::Op*> ops_by_id_;
   std::set<const Node*> removed_;
+  ApplyReport report_;
 };
 
 } // namespace
+
+std::size_t dropUnused(const std::vector<Value*>& values) {
+  // Nodes are taken before anything is destroyed; a destroyed node is only ever compared.
+  std::vector<Node*> nodes;
+  for (Value* v : values)
+    nodes.push_back(v->node());
+  std::set<const Node*> gone;
+  std::size_t dropped = 0;
+  std::vector<Node*> work(nodes.rbegin(), nodes.rend());
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (gone.count(n))
+      continue;
+    bool used = false;
+    for (const Value* o : n->outputs())
+      used = used || o->hasUses();
+    const bool pure = n->kind() == c10::prim::Constant || n->kind() == c10::prim::ListConstruct ||
+                      (n->outputs().size() == 1 && isConstantTensor(n->output()));
+    if (used || !pure)
+      continue;
+    std::vector<Node*> inputs;
+    for (Value* in : n->inputs())
+      inputs.push_back(in->node());
+    gone.insert(n);
+    n->destroy();
+    ++dropped;
+    work.insert(work.end(), inputs.begin(), inputs.end());
+  }
+  return dropped;
+}
 
 ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
                           const formats::Schedule& schedule, const ApplyOptions& options) {

@@ -44,7 +44,10 @@ struct Record {
   std::string name;
   std::optional<std::int64_t> producer_op; // absent for graph inputs
   std::int64_t output_index = 0;
-  std::string origin = "op"; // "op" | "input" | "attribute" | "loop-carried"
+  // "op" | "input" | "attribute" | "constant" (computed from constants alone, such as a frozen
+  // weight's transpose: xrewrite converts it once, so converting it costs nothing at run time)
+  // | "loop-carried"
+  std::string origin = "op";
   Layout layout;
   bool contiguous = true;
   std::int64_t bytes = 0;         // numel * element size
