@@ -89,7 +89,6 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   std::vector<tspass::Renumbered> renumbered;
   tspass::restoreLinears(exposed, &renumbered);
-  tspass::dropUnused(report.unused); // after restoreLinears: it still reads the exposed nodes
   const std::string after = tspass::withOriginalNumbers(tspass::graphText(*graph), renumbered);
   reportResults(report, schedule, o.quiet);
 

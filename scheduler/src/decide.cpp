@@ -160,19 +160,8 @@ private:
       d.reason = "the value is written in place; a copy would change what the write affects";
       return d;
     }
-    // Computed from constants alone (a frozen weight's transpose): xrewrite converts it once,
-    // into the model, so the conversion costs nothing per run.
-    const bool constant = r.origin == "constant";
-    auto cost = constant ? std::optional<costfit::CostPredictor::Prediction>(
-                               costfit::CostPredictor::Prediction{0, 0, "constant"})
-                         : predictor_.predict(r.layout);
-    if (!cost) {
-      d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
-      return d;
-    }
-    d.predicted_cost_ms = cost->ms;
     double saving = 0, served_ms = 0;
-    double var = sq(se(cost->spread_ms));
+    double var = 0;
     std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0;
     std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
     for (const auto& c : r.consumers) {
@@ -204,6 +193,21 @@ private:
       served_ms += c.time_as_is_ms;
       d.consumers.push_back(c.op_id);
     }
+    // Computed from constants alone (a frozen weight's transpose) and read only by consumers
+    // that gain: xrewrite stores the constant in the layout they read, once, so the conversion
+    // costs nothing per run.
+    const bool constant = r.origin == "constant" && d.consumers.size() == r.consumers.size();
+    auto cost = constant ? std::optional<costfit::CostPredictor::Prediction>(
+                               costfit::CostPredictor::Prediction{0, 0, "constant"})
+                         : predictor_.predict(r.layout);
+    if (!cost) {
+      d.consumers.clear();
+      d.predicted_saving_ms = 0;
+      d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
+      return d;
+    }
+    d.predicted_cost_ms = cost->ms;
+    var += sq(se(cost->spread_ms));
     d.predicted_saving_ms = saving;
     const double margin = marginFor(var, served_ms + std::max(0.0, cost->ms));
     if (cost->ms < 0 || !std::isfinite(cost->ms))

@@ -135,6 +135,25 @@ TEST(Scheduler, NeverRemovesAConversionToAnotherMemoryFormat) {
   EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost), 11).action, Action::Remove);
 }
 
+TEST(Scheduler, AConstantsConversionIsFreeWhenEveryReaderGains) {
+  // A frozen weight's transpose: xrewrite stores the weight in the layout its readers want, once.
+  Fixture f;
+  f.v().origin = "constant";
+  f.v().storage_id = 7; // a constant's own storage, not the input's
+  Schedule s = makeSchedule(f.p, f.cost);
+  const auto& d = f.decisionFor(s, 10);
+  EXPECT_EQ(d.action, Action::Sync);
+  EXPECT_EQ(d.predicted_cost_ms, 0.0);
+  EXPECT_NE(d.reason.find("converted once"), std::string::npos) << d.reason;
+  // The stored copy is part of the model, not an activation: the peak does not move.
+  EXPECT_EQ(predictedPeakBytes(f.p, {d}), predictedPeakBytes(f.p, {}));
+  // A reader that does not gain would see the new layout too: then it is an ordinary,
+  // per-call conversion, priced by the cost table.
+  f.v().consumers = {Fixture::consumer(1, 1.0, 0.7), Fixture::consumer(2, 1.0, 1.0)};
+  const auto& d2 = f.decisionFor(makeSchedule(f.p, f.cost), 10);
+  EXPECT_NEAR(d2.predicted_cost_ms, 0.1, 1e-12);
+}
+
 TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
   Fixture f;
   f.v().consumers = {Fixture::consumer(1, 1.0, 1.05), Fixture::consumer(2, 1.0, 0.95)};

@@ -1,12 +1,16 @@
 // torchscript_pass on small graphs built in C++ (Module::define): anchors, the sync and remove
 // edits, idempotence, safety refusals, and conversions whose consumers sit in nested blocks.
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/tspass/constants.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/mutation.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -355,4 +359,79 @@ def forward(self, x):
   const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t))]->output();
   MutationInfo info(g, &m);
   EXPECT_TRUE(info.hasWriters(vt)) << "after self.state = self.v, state's write reaches v";
+}
+
+TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguous) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::Value* x = g->addInput("x");
+  const at::Tensor w = at::arange(24, at::kFloat).view({2, 3, 4});
+  torch::jit::Value* c = g->insertConstant(w);
+  torch::jit::Value* p = g->insert(c10::aten::permute, {c, std::vector<int64_t>{2, 0, 1}});
+  torch::jit::Value* v = g->insert(c10::aten::transpose, {p, 0, 1});
+  g->registerOutput(g->insert(c10::aten::add, {v, x}));
+  ASSERT_TRUE(isConstantTensor(v));
+  EXPECT_EQ(constantBase(v), c);
+  auto value = evaluateConstant(v);
+  ASSERT_TRUE(value.has_value());
+  EXPECT_TRUE(at::equal(*value, w.permute({2, 0, 1}).transpose(0, 1)));
+  EXPECT_FALSE(value->is_contiguous());
+  auto stored = relayoutForContiguous(v);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->sizes(), w.sizes());
+  EXPECT_TRUE(at::equal(*stored, w)); // the same values...
+  EXPECT_FALSE(stored->is_contiguous());
+  EXPECT_TRUE(stored->permute({2, 0, 1}).transpose(0, 1).is_contiguous()); // ...laid out anew
+  // An input is not a constant; nor is a constant something else reads too (one layout each).
+  EXPECT_FALSE(isConstantTensor(g->insert(c10::aten::t, {x})));
+  g->insert(c10::aten::relu, {c});
+  EXPECT_FALSE(isConstantTensor(v));
+  EXPECT_FALSE(relayoutForContiguous(v).has_value());
+}
+
+// A frozen model's linear: the weight is a constant, so a sync on its transpose stores the
+// weight column-major, once; the linear stays matmul + add (bit-identical), and a second pass
+// finds the decision already applied.
+TEST(ConstantTensors, SyncOnAFrozenWeightStoresItOnce) {
+  torch::jit::Module m("m");
+  m.register_parameter("w", at::randn({6, 10}), false);
+  m.register_parameter("b", at::randn({6}), false);
+  m.define(R"JIT(
+def forward(self, x):
+    return torch.linear(x, self.w, self.b).relu()
+)JIT");
+  m.eval();
+  torch::jit::Module original = torch::jit::freeze(m);
+  torch::jit::Module frozen = torch::jit::freeze(m);
+  auto g = inlineMethod(frozen, "forward");
+  const auto exposed = exposeLinearWeights(*g);
+  ASSERT_EQ(exposed.size(), 1u);
+  GraphIndex index(*g);
+  const auto t = opOf(index, c10::aten::t), mm = opOf(index, c10::aten::matmul);
+  ASSERT_GE(t, 0);
+  ASSERT_TRUE(isConstantTensor(exposed[0].t->output()));
+  auto s = scheduleFor(index);
+  s.decisions.push_back(syncOf(index, t, {mm}));
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_EQ(restoreLinears(exposed), 0u); // a linear with a weight stored anew stays exposed
+  g->lint();
+  EXPECT_EQ(static_cast<int>(nodesOf(*g, c10::aten::contiguous).size()), 0);
+  const torch::jit::Value* w = exposed[0].t->input(0);
+  ASSERT_EQ(w->node()->kind(), c10::prim::Constant);
+  EXPECT_TRUE(torch::jit::toIValue(w)->toTensor().t().is_contiguous());
+  for (std::uint64_t seed : {1u, 2u}) {
+    at::manual_seed(seed);
+    const at::Tensor in = at::randn({3, 10});
+    const at::Tensor a = original.forward({in}).toTensor(), b = frozen.forward({in}).toTensor();
+    EXPECT_EQ(std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()), 0) << "seed " << seed;
+  }
+  // Again: nothing to do.
+  GraphIndex again(*g);
+  auto s2 = scheduleFor(again);
+  s2.decisions.push_back(
+      syncOf(again, opOf(again, c10::aten::t), {opOf(again, c10::aten::matmul)}));
+  auto report2 = applySchedule(g, s2);
+  ASSERT_EQ(report2.results.size(), 1u);
+  EXPECT_EQ(report2.results[0].status, ApplyStatus::AlreadyApplied) << report2.results[0].message;
 }

@@ -1,9 +1,11 @@
-// isConstantTensor / evaluateConstant.
+// isConstantTensor / evaluateConstant / relayoutForContiguous.
 #include "xalloc/tspass/constants.h"
 
-#include <set>
+#include <numeric>
+#include <vector>
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty_strided.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -15,16 +17,18 @@ using torch::jit::Value;
 
 namespace {
 
-// Deep enough for a weight's transpose behind a reshape or two; bounds the work per value.
-constexpr int kMaxDepth = 8;
+// Weight transposes sit one or two links from their constant; bounds the walk.
+constexpr int kMaxLinks = 8;
 
-bool foldableOp(const Node* n) {
-  static const std::set<c10::Symbol> ops = {
-      c10::aten::t,         c10::aten::transpose, c10::aten::permute,   c10::aten::expand,
-      c10::aten::slice,     c10::aten::select,    c10::aten::unsqueeze, c10::aten::squeeze,
-      c10::aten::view,      c10::aten::reshape,   c10::aten::flatten,   c10::aten::narrow,
-      c10::aten::contiguous};
-  return ops.count(n->kind()) > 0 && n->blocks().empty() && n->outputs().size() == 1;
+bool isTensor(const Value* v) {
+  return v->type()->cast<c10::TensorType>() != nullptr;
+}
+
+bool permutes(const Node* n) {
+  return (n->kind() == c10::aten::t || n->kind() == c10::aten::transpose ||
+          n->kind() == c10::aten::permute) &&
+         n->blocks().empty() && n->outputs().size() == 1 && !n->inputs().empty() &&
+         isTensor(n->input(0));
 }
 
 // A constant non-tensor argument: a literal, or a list of literals (permute's dims).
@@ -32,38 +36,40 @@ bool constantArgument(const Value* v) {
   const Node* n = v->node();
   if (n->kind() == c10::prim::Constant)
     return true;
-  if (n->kind() == c10::prim::ListConstruct) {
-    for (const Value* in : n->inputs())
-      if (in->node()->kind() != c10::prim::Constant)
-        return false;
-    return true;
-  }
-  return false;
-}
-
-bool isTensor(const Value* v) {
-  return v->type()->cast<c10::TensorType>() != nullptr;
-}
-
-bool constantTensor(const Value* v, int depth) {
-  if (!isTensor(v))
+  if (n->kind() != c10::prim::ListConstruct)
     return false;
-  const Node* n = v->node();
-  if (n->kind() == c10::prim::Constant)
-    return true;
-  if (depth >= kMaxDepth || !foldableOp(n))
-    return false;
-  bool has_tensor = false;
-  for (const Value* in : n->inputs()) {
-    if (isTensor(in)) {
-      if (!constantTensor(in, depth + 1))
-        return false;
-      has_tensor = true;
-    } else if (!constantArgument(in)) {
+  for (const Value* in : n->inputs())
+    if (in->node()->kind() != c10::prim::Constant)
       return false;
+  return true;
+}
+
+// The links from the base constant to `v`, base first; nullopt when `v` is not such a chain.
+std::optional<std::vector<const Node*>> chainOf(const Value* v) {
+  if (!isTensor(v))
+    return std::nullopt;
+  std::vector<const Node*> links;
+  const Value* cur = v;
+  for (int depth = 0; depth <= kMaxLinks; ++depth) {
+    const Node* n = cur->node();
+    if (n->kind() == c10::prim::Constant) {
+      std::reverse(links.begin(), links.end());
+      return links;
     }
+    if (!permutes(n))
+      return std::nullopt;
+    for (std::size_t i = 1; i < n->inputs().size(); ++i)
+      if (!constantArgument(n->input(i)))
+        return std::nullopt;
+    links.push_back(n);
+    cur = n->input(0);
+    // Every link, and the constant itself, read by the next link alone: their layout is then
+    // ours to choose. (A constant read elsewhere too cannot be stored twice in two layouts:
+    // saving a model keeps one copy of tensors that compare equal.)
+    if (cur->uses().size() != 1)
+      return std::nullopt;
   }
-  return has_tensor;
+  return std::nullopt;
 }
 
 std::optional<c10::IValue> evaluate(const Value* v) {
@@ -90,7 +96,14 @@ std::optional<c10::IValue> evaluate(const Value* v) {
 } // namespace
 
 bool isConstantTensor(const Value* v) {
-  return constantTensor(v, 0);
+  return chainOf(v).has_value();
+}
+
+const Value* constantBase(const Value* v) {
+  auto links = chainOf(v);
+  if (!links)
+    return nullptr;
+  return links->empty() ? v : links->front()->input(0);
 }
 
 std::optional<at::Tensor> evaluateConstant(const Value* v) {
@@ -101,6 +114,63 @@ std::optional<at::Tensor> evaluateConstant(const Value* v) {
   if (!iv || !iv->isTensor())
     return std::nullopt;
   return iv->toTensor();
+}
+
+std::optional<at::Tensor> relayoutForContiguous(const Value* v) {
+  auto links = chainOf(v);
+  if (!links)
+    return std::nullopt;
+  const Value* base_value = links->empty() ? v : links->front()->input(0);
+  auto base_iv = torch::jit::toIValue(base_value);
+  if (!base_iv || !base_iv->isTensor())
+    return std::nullopt;
+  at::NoGradGuard no_grad;
+  const at::Tensor base = base_iv->toTensor();
+  // The chain is a permutation of the base's dims: v = base.permute(perm). Each link runs on a
+  // tensor whose strides carry the dims' numbers (sizes 1, no data), which it permutes.
+  const auto rank = base.dim();
+  std::vector<int64_t> perm(static_cast<std::size_t>(rank));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (const Node* n : *links) {
+    torch::jit::Stack stack;
+    std::vector<int64_t> sizes(static_cast<std::size_t>(rank), 1);
+    at::Tensor shaped = at::empty_strided(sizes, [&] {
+      std::vector<int64_t> st(static_cast<std::size_t>(rank));
+      for (int64_t d = 0; d < rank; ++d)
+        st[static_cast<std::size_t>(d)] = perm[static_cast<std::size_t>(d)] + 1;
+      return st;
+    }());
+    stack.push_back(shaped);
+    for (std::size_t i = 1; i < n->inputs().size(); ++i) {
+      auto iv = evaluate(n->input(i));
+      if (!iv)
+        return std::nullopt;
+      stack.push_back(std::move(*iv));
+    }
+    try {
+      n->getOperation()(stack);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (stack.size() != 1 || !stack[0].isTensor())
+      return std::nullopt;
+    const at::Tensor out = stack[0].toTensor();
+    for (int64_t d = 0; d < rank; ++d)
+      perm[static_cast<std::size_t>(d)] = out.stride(d) - 1;
+  }
+  // v's contiguous copy, viewed back through the inverse permutation: the base's sizes and
+  // values, in the storage order that makes the chain's result row-major.
+  auto value = evaluateConstant(v);
+  if (!value)
+    return std::nullopt;
+  const at::Tensor dense = value->contiguous().clone();
+  std::vector<int64_t> inverse(static_cast<std::size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    inverse[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])] = d;
+  at::Tensor out = dense.permute(inverse);
+  if (!out.sizes().equals(base.sizes()) || !out.permute(perm).is_contiguous())
+    return std::nullopt;
+  return out;
 }
 
 } // namespace xalloc::tspass

@@ -65,6 +65,7 @@ std::vector<ExposedLinear> exposeLinearWeights(Graph& graph) {
       continue; // Optional[Tensor]: whether there is a bias is known only at run time
     ExposedLinear e;
     e.bias = b;
+    e.weight = w;
     e.output_name = n->output()->debugName();
     torch::jit::WithInsertPoint guard(n);
     Value* wt = graph.insert(c10::aten::t, {w});
@@ -94,8 +95,8 @@ std::size_t restoreLinears(const std::vector<ExposedLinear>& exposed,
   for (const ExposedLinear& e : exposed) {
     Value* wt = e.t->output();
     Value* product = e.matmul->output();
-    if (!onlyUse(wt, e.matmul, 1))
-      continue; // the transposed weight was converted (or is read elsewhere)
+    if (!onlyUse(wt, e.matmul, 1) || e.t->input(0) != e.weight)
+      continue; // the transposed weight was converted (per call, or once into a constant)
     if (e.add && !onlyUse(product, e.add, 0))
       continue;
     Node* last = e.add ? e.add : e.matmul;

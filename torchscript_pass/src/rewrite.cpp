@@ -204,10 +204,7 @@ private:
     std::string why;
     Node* producer = resolve(d.anchor, &why);
     if (!producer) {
-      if (d.action == Action::Sync && foldedEarlier(d))
-        finish(r, ApplyStatus::AlreadyApplied, "consumers already read a contiguous constant");
-      else
-        finish(r, ApplyStatus::NotFound, "producer not found: " + why);
+      finish(r, ApplyStatus::NotFound, "producer not found: " + why);
       return false;
     }
     if (d.output_index < 0 ||
@@ -282,13 +279,15 @@ private:
     Site site;
     if (!findSite(d, r, site))
       return;
-    Node* first = firstConsumer(site);
     if (isConstantTensor(site.value)) {
-      if (auto folded = evaluateConstant(site.value)) {
-        foldSync(site, first, folded->contiguous().clone(), r);
+      auto now = evaluateConstant(site.value);
+      if (now && now->is_contiguous())
+        return finish(r, ApplyStatus::AlreadyApplied,
+                      "the constant is already stored in the layout its consumers read");
+      if (foldSync(site, r))
         return;
-      }
     }
+    Node* first = firstConsumer(site);
     // The fast form converts with the runtime's kernel (xalloc::contiguous), the portable one
     // with aten::contiguous.
     const bool fast = !options_.async_as_sync;
@@ -302,51 +301,41 @@ private:
                std::to_string(site.direct.size()) + " input(s) rewired");
   }
 
-  // A value computed from constants alone (a frozen model's weight, transposed): converted
-  // here, once, and stored in the model as a constant the consumers read. What computed the
-  // value is left without uses; the caller drops it (ApplyReport::unused).
-  void foldSync(const Site& site, Node* first, const at::Tensor& converted, ApplyResult& r) {
-    Value* cv;
-    {
-      torch::jit::WithInsertPoint guard(liftToBlockOf(first, site.value));
-      cv = graph_->insertConstant(converted);
-    }
-    cv->node()->setSourceRange(site.producer->sourceRange());
-    cv->setType(site.value->type()); // typed as the value it stands for, as a loaded model has it
-    nameAfter(cv, site.value, "_contig");
-    for (const auto& [c, i] : site.direct)
-      c->replaceInput(i, cv);
-    report_.unused.push_back(site.value);
-    finish(r, ApplyStatus::Applied,
-           std::string("converted once, now: ") + site.producer->kind().toQualString() +
-               " of constants only (a frozen weight), so the model stores the contiguous copy "
-               "as a constant; " +
-               std::to_string(site.direct.size()) + " input(s) rewired");
-  }
-
-  // A decision whose producer is gone because an earlier run folded it: every listed consumer
-  // still exists and reads a contiguous constant of the value's sizes.
-  bool foldedEarlier(const Decision& d) const {
-    if (d.consumers.empty())
+  // A value computed from constants alone (a frozen model's weight, transposed): its base
+  // constant is stored, once, in the layout that makes the value contiguous, and nothing
+  // converts per call. Only when the listed consumers are all that read it: every reader sees
+  // the new layout.
+  bool foldSync(const Site& site, ApplyResult& r) {
+    if (site.direct.size() != site.value->uses().size())
       return false;
-    for (std::int64_t cid : d.consumers) {
-      auto it = ops_by_id_.find(cid);
-      std::string why;
-      Node* c = it == ops_by_id_.end() ? nullptr : resolve(it->second->anchor, &why);
-      if (!c)
-        return false;
-      bool reads = false;
-      for (const Value* in : c->inputs()) {
-        if (in->node()->kind() != c10::prim::Constant)
-          continue;
-        auto iv = torch::jit::toIValue(in);
-        if (iv && iv->isTensor() && iv->toTensor().is_contiguous() &&
-            iv->toTensor().sizes().vec() == d.layout.sizes)
-          reads = true;
-      }
-      if (!reads)
-        return false;
+    const Value* base = constantBase(site.value);
+    auto relaid = relayoutForContiguous(site.value);
+    if (!base || !relaid)
+      return false;
+    Node* first_link = site.value->node();
+    while (first_link->kind() != c10::prim::Constant && first_link->input(0) != base)
+      first_link = first_link->input(0)->node();
+    Value* base_value =
+        first_link->kind() == c10::prim::Constant ? site.value : first_link->input(0);
+    Value* stored;
+    {
+      torch::jit::WithInsertPoint guard(graph_->block()->nodes().front());
+      stored = graph_->insertConstant(*relaid);
     }
+    // Typed with its strides, so the diff shows the new layout (a loaded model says Tensor).
+    stored->setType(c10::TensorType::create(*relaid));
+    nameAfter(stored, base_value, "_relaid");
+    Node* old = base_value->node();
+    if (first_link->kind() == c10::prim::Constant) {
+      for (const auto& [c, i] : site.direct)
+        c->replaceInput(i, stored);
+    } else {
+      first_link->replaceInput(0, stored);
+    }
+    old->destroy(); // read by the chain alone (isConstantTensor)
+    finish(r, ApplyStatus::Applied,
+           "stored the constant " + valueLabel(site.value) + " is made from in the layout that " +
+               "makes it contiguous: converted once, now, not on every call");
     return true;
   }
 
@@ -435,37 +424,6 @@ private:
 };
 
 } // namespace
-
-std::size_t dropUnused(const std::vector<Value*>& values) {
-  // Nodes are taken before anything is destroyed; a destroyed node is only ever compared.
-  std::vector<Node*> nodes;
-  for (Value* v : values)
-    nodes.push_back(v->node());
-  std::set<const Node*> gone;
-  std::size_t dropped = 0;
-  std::vector<Node*> work(nodes.rbegin(), nodes.rend());
-  while (!work.empty()) {
-    Node* n = work.back();
-    work.pop_back();
-    if (gone.count(n))
-      continue;
-    bool used = false;
-    for (const Value* o : n->outputs())
-      used = used || o->hasUses();
-    const bool pure = n->kind() == c10::prim::Constant || n->kind() == c10::prim::ListConstruct ||
-                      (n->outputs().size() == 1 && isConstantTensor(n->output()));
-    if (used || !pure)
-      continue;
-    std::vector<Node*> inputs;
-    for (Value* in : n->inputs())
-      inputs.push_back(in->node());
-    gone.insert(n);
-    n->destroy();
-    ++dropped;
-    work.insert(work.end(), inputs.begin(), inputs.end());
-  }
-  return dropped;
-}
 
 ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
                           const formats::Schedule& schedule, const ApplyOptions& options) {

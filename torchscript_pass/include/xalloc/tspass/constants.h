@@ -1,8 +1,9 @@
 // Tensors a graph computes from constants alone: in a frozen model (torch.jit.freeze) the
-// weights are prim::Constant tensors, and a weight's transpose or permutation is known before
-// the model runs. Converting such a value costs nothing at run time: xrewrite converts it once
-// and stores the contiguous copy in the model as a constant. xprof marks these values
-// (origin "constant") with the same test, so xsched prices them as free.
+// weights are prim::Constant tensors, and a weight's transpose is known before the model runs.
+// Converting such a value costs nothing at run time: xrewrite stores the constant in the layout
+// its consumers read (the transpose of a column-major copy is row-major), once, instead of
+// converting per call. xprof marks these values (origin "constant") with the same test, so
+// xsched prices their conversion as free.
 #pragma once
 
 #include <optional>
@@ -16,13 +17,19 @@ struct Value;
 
 namespace xalloc::tspass {
 
-/// True when `v` is a tensor computed only from constants by view ops (t, transpose, permute,
-/// expand, slice, select, (un)squeeze, view, reshape, flatten, narrow) or a contiguous call,
-/// through at most a few nodes. A prim::Constant tensor itself is constant too.
+/// True when `v` is a prim::Constant tensor, or a chain of aten::t / transpose / permute (with
+/// constant dims) over one, the constant and each link read only by the next link.
 bool isConstantTensor(const torch::jit::Value* v);
 
 /// The value of such a tensor, computed with the graph's own operators; nullopt when `v` is not
 /// constant or evaluating it fails.
 std::optional<at::Tensor> evaluateConstant(const torch::jit::Value* v);
+
+/// The constant at the base of `v`'s chain, with the same sizes and values, stored so that the
+/// chain yields a contiguous `v`; nullopt when `v` is not constant.
+std::optional<at::Tensor> relayoutForContiguous(const torch::jit::Value* v);
+
+/// The prim::Constant node `v`'s chain starts from (nullptr when `v` is not constant).
+const torch::jit::Value* constantBase(const torch::jit::Value* v);
 
 } // namespace xalloc::tspass

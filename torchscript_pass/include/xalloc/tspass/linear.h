@@ -21,11 +21,12 @@ struct Value;
 namespace xalloc::tspass {
 
 struct ExposedLinear {
-  torch::jit::Node* t = nullptr;      // aten::t(W)
-  torch::jit::Node* matmul = nullptr; // aten::matmul(x, t(W))
-  torch::jit::Node* add = nullptr;    // aten::add(matmul, b); nullptr without a bias
-  torch::jit::Value* bias = nullptr;  // the linear's bias operand (a tensor, or the None)
-  std::string output_name;            // the linear's output name, kept for readable diffs
+  torch::jit::Node* t = nullptr;       // aten::t(W)
+  torch::jit::Node* matmul = nullptr;  // aten::matmul(x, t(W))
+  torch::jit::Node* add = nullptr;     // aten::add(matmul, b); nullptr without a bias
+  torch::jit::Value* bias = nullptr;   // the linear's bias operand (a tensor, or the None)
+  torch::jit::Value* weight = nullptr; // W as exposed (a rewrite may store a constant W anew)
+  std::string output_name;             // the linear's output name, kept for readable diffs
 };
 
 /// Rewrites every `aten::linear` whose bias is a tensor or None (not an Optional decided at run

@@ -37,9 +37,6 @@ struct ApplyResult {
 
 struct ApplyReport {
   std::vector<ApplyResult> results;
-  /// Values a folded conversion replaced with a constant: now without uses. Drop them with
-  /// dropUnused once nothing else holds their nodes (restoreLinears does).
-  std::vector<torch::jit::Value*> unused;
   std::size_t count(ApplyStatus s) const;
   bool changed() const { return count(ApplyStatus::Applied) > 0; }
 };
@@ -60,10 +57,6 @@ ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range.
 torch::jit::Value* insertContiguous(torch::jit::Value* value, torch::jit::Node* before,
                                     const torch::jit::Node* source);
-
-/// Destroys the nodes that computed `values` when nothing uses them any more, and the pure
-/// nodes (constants, lists, view ops) that fed only them. Returns how many nodes went.
-std::size_t dropUnused(const std::vector<torch::jit::Value*>& values);
 
 /// True when `n` is `aten::contiguous(x)` with the default (row-major) memory format.
 bool isRowMajorContiguousCall(const torch::jit::Node* n);
