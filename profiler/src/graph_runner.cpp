@@ -233,7 +233,30 @@ struct GraphRunner::Impl {
     }
   }
 
+  // Calls a registered op as the JIT interpreter does: a vararg op (aten::format, ...) also
+  // takes how many inputs it was given, on top of the stack.
+  void callOp(const Node* n, torch::jit::Stack& stack) const {
+    if (n->maybeSchema() && n->schema().is_vararg())
+      stack.emplace_back(static_cast<int64_t>(n->inputs().size()));
+    ops.at(n)(stack);
+  }
+
+  // A failure names the innermost op that failed and where it is in the model's source.
+  struct OpFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+
   void runNode(const Node* n, Env& env, const Options& o, Trace* t) const {
+    try {
+      runNodeUnchecked(n, env, o, t);
+    } catch (const OpFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw OpFailure(whereIs(index, n) + ": " + firstLine(e.what()));
+    }
+  }
+
+  void runNodeUnchecked(const Node* n, Env& env, const Options& o, Trace* t) const {
     const auto id = static_cast<std::size_t>(index.opId(n));
     switch (n->kind()) {
     case c10::prim::If: {
@@ -292,7 +315,7 @@ struct GraphRunner::Impl {
     if (isBuiltin(n))
       runBuiltin(n, stack);
     else
-      ops.at(n)(stack);
+      callOp(n, stack);
     if (o.time_ops && t)
       t->op_ms[id] += msSince(t0);
     if (o.cpu_time && t)
@@ -337,7 +360,7 @@ std::vector<c10::IValue> GraphRunner::runOp(const Node* node, torch::jit::Stack 
   if (isBuiltin(node))
     runBuiltin(node, inputs);
   else
-    impl_->ops.at(node)(inputs);
+    impl_->callOp(node, inputs);
   return inputs;
 }
 
