@@ -199,6 +199,44 @@ TEST(Profiler, BadInputsAreReportedClearly) {
   EXPECT_EQ(profiler::parseShape("4x64", "--input-shape"), (std::vector<std::int64_t>{4, 64}));
 }
 
+// aten::format takes its input count on the stack, as the JIT interpreter gives it; and when a
+// model fails, the error names the op and where it is.
+TEST(Profiler, RunsVarargOpsAndNamesTheOpThatFails) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("xalloc-vararg-" + std::to_string(::getpid()) + ".pt"))
+                               .string();
+  torch::jit::Module m("m");
+  m.define(R"JIT(
+def forward(self, x):
+    why = "rows {} cols {}".format(x.size(0), x.size(1))
+    if len(why) > 1000:
+        x = x * 2.0
+    return torch.mm(x.t(), x)
+)JIT");
+  m.save(path);
+  auto o = quickOptions("mixer");
+  o.model = path;
+  o.inputs.push_back({"x", {6, 4}, "float32", std::nullopt, std::nullopt});
+  formats::Profile p = profiler::profileModel(o);
+  bool formatted = false;
+  for (const auto& op : p.ops)
+    formatted |= op.kind == "aten::format";
+  EXPECT_TRUE(formatted);
+  m.define(R"JIT(
+def other(self, x):
+    return torch.mm(x, x)
+)JIT");
+  m.save(path);
+  o.method = "other";
+  try {
+    profiler::profileModel(o); // [6, 4] x [6, 4]
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("aten::mm at "), std::string::npos) << e.message();
+  }
+  std::filesystem::remove(path);
+}
+
 // Every site the profile shows could be converted without changing results, forced to `sync`
 // (so the test does not depend on timings): the rewrite applies them all and stays bit-identical.
 TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
