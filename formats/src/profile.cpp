@@ -126,6 +126,7 @@ json toJson(const Record& rec) {
   j["is_output"] = rec.is_output;
   j["in_loop"] = rec.in_loop;
   j["has_writers"] = rec.has_writers;
+  j["module_storage"] = rec.module_storage;
   j["view_chain"] = rec.view_chain;
   json consumers = json::array();
   for (const auto& c : rec.consumers)
@@ -155,6 +156,7 @@ Record readRecord(const JsonReader& r) {
   rec.is_output = r.getBool("is_output", false);
   rec.in_loop = r.getBool("in_loop", false);
   rec.has_writers = r.getBool("has_writers", false);
+  rec.module_storage = r.getBool("module_storage", false);
   if (auto v = r.find("view_chain"))
     rec.view_chain = v->toStringVector();
   r.at("consumers").forEach([&](const JsonReader& c) { rec.consumers.push_back(readConsumer(c)); });

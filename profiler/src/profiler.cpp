@@ -54,8 +54,8 @@ constexpr int kMeasureMethod = 4;
 // The version of what xprof concludes from its measurements (records, safety judgements):
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
-// 3: values computed from constants alone have origin "constant".
-constexpr int kProfileAnalysis = 3;
+// 3: values computed from constants alone have origin "constant". 4: module_storage.
+constexpr int kProfileAnalysis = 4;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
 
@@ -399,6 +399,31 @@ private:
     db_->put(key + "|duration", durations);
   }
 
+  // The memory of the module's tensors: attributes read in the graph, and its constants.
+  std::set<const c10::StorageImpl*> moduleStorages(const GraphRunner::Trace& t) const {
+    std::set<const c10::StorageImpl*> out;
+    std::vector<const torch::jit::Block*> blocks = {graph_->block()};
+    while (!blocks.empty()) {
+      const torch::jit::Block* b = blocks.back();
+      blocks.pop_back();
+      for (const Node* n : b->nodes()) {
+        for (const torch::jit::Block* sub : n->blocks())
+          blocks.push_back(sub);
+        if (n->kind() != c10::prim::GetAttr && n->kind() != c10::prim::Constant)
+          continue;
+        for (const Value* v : n->outputs()) {
+          if (!runner_->hasValue(t, v))
+            continue;
+          const c10::IValue& iv = runner_->valueOf(t, v);
+          if (iv.isTensor())
+            if (const c10::StorageImpl* s = storageOf(iv.toTensor()))
+              out.insert(s);
+        }
+      }
+    }
+    return out;
+  }
+
   void buildRecords(const GraphRunner::Trace& t, const tspass::MutationInfo& mutation) {
     const auto last_op = static_cast<std::int64_t>(index_->ops().size()) - 1;
     std::set<const Value*> outputs(graph_->outputs().begin(), graph_->outputs().end());
@@ -407,6 +432,7 @@ private:
       if (o->node()->kind() == c10::prim::TupleConstruct)
         outputs.insert(o->node()->inputs().begin(), o->node()->inputs().end());
     std::map<const c10::StorageImpl*, std::int64_t> storage_ids;
+    const std::set<const c10::StorageImpl*> module_storages = moduleStorages(t);
     const auto& values = index_->values();
     for (std::size_t id = 0; id < values.size(); ++id) {
       const Value* v = values[id];
@@ -445,6 +471,7 @@ private:
       auto sid = storage_ids.emplace(storage, static_cast<std::int64_t>(storage_ids.size()));
       r.storage_id = sid.first->second;
       r.storage_bytes = storage ? static_cast<std::int64_t>(storage->nbytes()) : 0;
+      r.module_storage = storage && module_storages.count(storage) > 0;
       r.last_use = r.first_use;
       for (const auto& use : v->uses()) {
         auto uid = index_->opId(use.user);

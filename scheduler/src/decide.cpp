@@ -341,8 +341,8 @@ Storages storagesOf(const Profile& p) {
     s.positions = std::max(s.positions, op.id + 1);
   for (const Record& r : p.records) {
     s.positions = std::max(s.positions, r.last_use + 1);
-    if (r.origin == "attribute" || r.origin == "constant")
-      continue; // weights, buffers and constants live for the whole program
+    if (r.origin == "attribute" || r.origin == "constant" || r.module_storage)
+      continue; // weights, buffers, constants and their views live for the whole program
     auto [it, fresh] = s.intervals.try_emplace(
         r.storage_id, memplan::Interval{r.first_use, r.last_use, r.storage_bytes});
     if (!fresh) {

@@ -114,6 +114,7 @@ TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   EXPECT_EQ(y->layout.strides, (std::vector<std::int64_t>{64 * 96, 1, 96}));
   EXPECT_EQ(y->view_chain, std::vector<std::string>{"aten::transpose"});
   EXPECT_EQ(y->bytes, 8 * 96 * 64 * 4);
+  EXPECT_FALSE(y->module_storage); // an activation
   ASSERT_EQ(y->consumers.size(), 2u);
   for (const auto& c : y->consumers) {
     // The linears, exposed (tspass/linear.h): y is read by the matmul of each.
@@ -134,6 +135,8 @@ TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
     if (!r.producer_op || opById(p, *r.producer_op).kind != "aten::t")
       continue;
     EXPECT_FALSE(r.contiguous);
+    EXPECT_TRUE(r.module_storage); // a view of a weight: the module's memory
+    EXPECT_EQ(r.origin, "op");     // an attribute the model may change: not a constant
     ASSERT_EQ(r.layout.sizes.size(), 2u);
     EXPECT_EQ(r.layout.strides, (std::vector<std::int64_t>{1, r.layout.sizes[0]}));
     transposed.push_back(r.layout.sizes);

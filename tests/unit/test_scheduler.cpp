@@ -154,6 +154,17 @@ TEST(Scheduler, AConstantsConversionIsFreeWhenEveryReaderGains) {
   EXPECT_NEAR(d2.predicted_cost_ms, 0.1, 1e-12);
 }
 
+TEST(Scheduler, TheModulesMemoryIsNoActivation) {
+  // v viewing a weight: the weight lives as long as the model, so only the copy a conversion
+  // makes counts towards the activation peak.
+  Fixture f;
+  f.v().storage_id = 7;
+  const std::int64_t with_view = predictedPeakBytes(f.p, {});
+  f.v().module_storage = true;
+  const std::int64_t without = predictedPeakBytes(f.p, {});
+  EXPECT_EQ(with_view - without, f.v().bytes);
+}
+
 TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
   Fixture f;
   f.v().consumers = {Fixture::consumer(1, 1.0, 1.05), Fixture::consumer(2, 1.0, 0.95)};

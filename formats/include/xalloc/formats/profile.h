@@ -58,6 +58,9 @@ struct Record {
   bool is_output = false;
   bool in_loop = false;
   bool has_writers = false; // something writes to this value's memory (aliasing makes edits unsafe)
+  // Its memory is the module's (a weight, a buffer, a frozen constant, or a view of one): it
+  // lives as long as the model, so it is not an activation.
+  bool module_storage = false;
   std::vector<std::string> view_chain;
   std::vector<ConsumerTiming> consumers;
 };
