@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
                  "example input shape for verification, e.g. 4x64");
   app.add_option("--input-dtype", o.input_dtypes, "example input dtype");
   app.add_option("--input-range", o.input_ranges, "example input LOW:HIGH");
+  app.add_option("--input-file", o.input_file,
+                 "verify on these inputs, saved with torch.save (a tensor, or a tuple or list of "
+                 "values: tensors, ints, floats, bools), as xprof --input-file takes them");
   app.add_option("--form", o.form,
                  "portable: only aten:: ops, async decisions run as sync; fast: async decisions "
                  "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "

@@ -8,6 +8,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/rewriter/text_diff.h"
@@ -43,14 +44,19 @@ std::string diffLabel(const char* prefix, const std::string& path, const std::st
 
 // Runs `method` of the models at `a` and `b` on the same seeded inputs and compares the outputs
 // bit for bit. Returns "" when they agree, else what differed.
+// With `fixed` inputs (--input-file), one run on exactly those.
 std::string verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
-                          const std::vector<formats::InputSpec>& specs, int runs) {
+                          const std::vector<formats::InputSpec>& specs, int runs,
+                          const std::vector<c10::IValue>* fixed) {
   auto ma = tspass::loadModel(a);
   auto mb = tspass::loadModel(b);
+  if (fixed)
+    runs = 1;
   for (int seed = 0; seed < runs; ++seed) {
     auto run = [&](tspass::LoadedModel& m) {
       auto inputs = profiler::methodInputs(
-          m.module, method, profiler::makeInputs(specs, static_cast<std::uint64_t>(seed)), m.path);
+          m.module, method,
+          fixed ? *fixed : profiler::makeInputs(specs, static_cast<std::uint64_t>(seed)), m.path);
       inputs.erase(inputs.begin()); // the method call supplies self
       return m.module.get_method(method)(std::move(inputs));
     };
@@ -60,7 +66,8 @@ std::string verifyOutputs(const std::string& a, const std::string& b, const std:
       if (!profiler::bitwiseEqual(out_a, run(ma)))
         return "the original model itself gives different outputs on two runs of the same "
                "inputs, so no rewrite can be verified; --no-verify skips the check";
-      return "outputs differ on example inputs with seed " + std::to_string(seed);
+      return fixed ? "outputs differ on the inputs of the --input-file"
+                   : "outputs differ on example inputs with seed " + std::to_string(seed);
     }
   }
   return "";
@@ -73,6 +80,10 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   // Models rewritten in the fast form use xalloc:: ops: register them before any model loads.
   runtime::loadOps();
   tspass::LoadedModel model = tspass::loadModel(o.model);
+  // Read before anything is written: a bad file leaves nothing behind.
+  std::vector<c10::IValue> fixed;
+  if (o.verify && !o.input_file.empty() && !o.output.empty())
+    fixed = profiler::parseInputFile(readFile(o.input_file), o.input_file);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
                            " (another file); decisions are matched by source anchor");
@@ -114,15 +125,16 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (o.verify) {
     auto specs =
         profiler::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
-    if (specs.empty())
+    if (o.input_file.empty() && specs.empty())
       specs = profiler::specFromExtraFiles(model.extra_files, o.model);
-    if (specs.empty()) {
+    if (specs.empty() && o.input_file.empty()) {
       printWarning(o.model, "outputs not verified: the model has no example inputs "
                             "(pass --input-shape, or --no-verify to silence this)");
     } else {
       std::string problem;
       try {
-        problem = verifyOutputs(o.model, tmp, o.method, specs, o.verify_runs);
+        problem = verifyOutputs(o.model, tmp, o.method, specs, o.verify_runs,
+                                o.input_file.empty() ? nullptr : &fixed);
       } catch (...) {
         std::remove(tmp.c_str());
         throw;
@@ -133,8 +145,10 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
                                        problem + "); nothing was written");
       }
       if (!o.quiet)
-        std::cerr << "xrewrite: outputs bit-identical to the original on " << o.verify_runs
-                  << " example input(s)\n";
+        std::cerr << "xrewrite: outputs bit-identical to the original on "
+                  << (o.input_file.empty() ? std::to_string(o.verify_runs) + " example input(s)"
+                                           : "the inputs of " + o.input_file)
+                  << "\n";
     }
   }
   if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {

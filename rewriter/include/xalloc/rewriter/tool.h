@@ -20,6 +20,7 @@ struct XrewriteOptions {
   std::string form = "portable";
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
+  std::string input_file; // verify on these inputs (torch.save of a tensor, tuple or list)
   bool quiet = false;
   // C++ sources (Clang): the files to patch, the compilation database folder (-p) or the
   // compiler flags after `--`, and what to do with the patch.
