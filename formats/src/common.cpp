@@ -215,6 +215,7 @@ json toJson(const Op& v) {
               {"start_ms", roundMs(v.start_ms)},
               {"duration_ms", roundMs(v.duration_ms)},
               {"duration_spread_ms", roundMs(v.duration_spread_ms)},
+              {"runs", v.runs},
               {"noisy", v.noisy},
               {"utilization", std::round(v.utilization * 1e4) / 1e4},
               {"inputs", v.inputs},
@@ -234,6 +235,7 @@ Op readOp(const JsonReader& r) {
   o.duration_ms = r.at("duration_ms").toNonNegative();
   o.noisy = r.getBool("noisy", false);
   o.duration_spread_ms = r.getNonNegative("duration_spread_ms", 0);
+  o.runs = r.find("runs") ? r.at("runs").toCount() : 1;
   o.utilization = r.getNumber("utilization", 0);
   if (auto i = r.find("inputs"))
     o.inputs = i->toIntVector();

@@ -258,6 +258,8 @@ struct GraphRunner::Impl {
 
   void runNodeUnchecked(const Node* n, Env& env, const Options& o, Trace* t) const {
     const auto id = static_cast<std::size_t>(index.opId(n));
+    if (t && id < t->op_runs.size())
+      ++t->op_runs[id];
     switch (n->kind()) {
     case c10::prim::If: {
       bool cond = get(env, n->input(0)).toBool();
@@ -340,6 +342,7 @@ std::vector<c10::IValue> GraphRunner::run(const std::vector<c10::IValue>& inputs
                      std::to_string(inputs.size()));
   if (trace) {
     trace->op_ms.assign(impl_->index.ops().size(), 0.0);
+    trace->op_runs.assign(impl_->index.ops().size(), 0);
     trace->op_cpu_ms.assign(impl_->index.ops().size(), 0.0);
     trace->op_start_ms.assign(impl_->index.ops().size(), -1.0);
     trace->run_start = std::chrono::steady_clock::now();

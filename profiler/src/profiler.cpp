@@ -55,7 +55,8 @@ constexpr int kMeasureMethod = 4;
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
 // 3: values computed from constants alone have origin "constant". 4: module_storage.
-constexpr int kProfileAnalysis = 4;
+// 5: ops say how many times they ran (runs).
+constexpr int kProfileAnalysis = 5;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
 
@@ -351,6 +352,7 @@ private:
       op.anchor = index_->anchor(op.id);
       op.scope = index_->scope(op.id);
       op.duration_ms = stats[i].median_ms;
+      op.runs = i < capture.op_runs.size() ? capture.op_runs[i] : 1;
       op.duration_spread_ms = stats[i].iqr_ms;
       op.noisy = isNoisy(stats[i]);
       op.start_ms = std::max(0.0, line.op_start_ms[i]);

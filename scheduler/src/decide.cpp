@@ -51,7 +51,9 @@ public:
   std::vector<Candidate> decideAll() {
     std::vector<Candidate> out;
     for (const Record& r : p_.records) {
-      if (!r.producer_op || r.consumers.empty() || r.in_loop)
+      // A loop body's own parameter (origin "loop-carried") is produced by no op of its own:
+      // no edit can convert it there.
+      if (!r.producer_op || r.consumers.empty() || r.origin == "loop-carried")
         continue;
       const formats::Op* producer = p_.findOp(*r.producer_op);
       XALLOC_EXPECTS(producer != nullptr, "profile was validated");
@@ -142,6 +144,21 @@ private:
     return true;
   }
 
+  // Times an op runs in one run of the model (loop trips); savings and costs add up over them.
+  double runsOf(std::int64_t op_id) const {
+    const formats::Op* op = p_.findOp(op_id);
+    return op ? static_cast<double>(op->runs) : 1.0;
+  }
+
+  // "" for a site that runs once per run of the model, else how often it runs.
+  static std::string perRun(double runs) {
+    if (runs == 1)
+      return "";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (it runs %.0f times per run of the model)", runs);
+    return buf;
+  }
+
   Decision base(const Record& r, const formats::Op& producer) const {
     Decision d;
     d.value_id = r.id;
@@ -188,9 +205,10 @@ private:
       const double gain = -delta;
       if (gain <= 0)
         continue;
-      saving += gain;
-      var += delta_var;
-      served_ms += c.time_as_is_ms;
+      const double k = runsOf(c.op_id);
+      saving += gain * k;
+      var += delta_var * k * k;
+      served_ms += c.time_as_is_ms * k;
       d.consumers.push_back(c.op_id);
     }
     // Computed from constants alone (a frozen weight's transpose) and read only by consumers
@@ -206,6 +224,10 @@ private:
       d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
       return d;
     }
+    // A conversion runs wherever its value is made: as often as the producer.
+    const double runs = runsOf(producer.id);
+    cost->ms *= runs;
+    cost->spread_ms *= runs;
     d.predicted_cost_ms = cost->ms;
     var += sq(se(cost->spread_ms));
     d.predicted_saving_ms = saving;
@@ -218,7 +240,9 @@ private:
     facts->cost = cost->ms;
     facts->margin = margin;
     // Hidden in an idle window, the conversion costs the critical path only the hand-off.
-    facts->can_async = !constant && !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
+    // Idle windows are moments of one run; a value made in a loop is made at many.
+    facts->can_async =
+        !constant && !r.in_loop && !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
@@ -247,6 +271,7 @@ private:
       d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
                  " consumer(s); the value comes from constants, so it is converted once, into "
                  "the model, and costs nothing per run";
+    d.reason += perRun(runs);
     return d;
   }
 
@@ -305,9 +330,10 @@ private:
       }
       const auto [delta, delta_var] =
           layoutChange(c, *c.time_noncontiguous_ms, c.time_noncontiguous_spread_ms);
-      extra += delta;
-      var += delta_var;
-      served_ms += c.time_as_is_ms;
+      const double k = runsOf(c.op_id);
+      extra += delta * k;
+      var += delta_var * k * k;
+      served_ms += c.time_as_is_ms * k;
     }
     d.predicted_saving_ms = extra;
     const double margin = marginFor(var, served_ms + conv.duration_ms);

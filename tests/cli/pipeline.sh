@@ -179,6 +179,43 @@ xrewrite "$WORK/frozen.pt" -s "$WORK/frozen-forced.json" --check 2>"$WORK/frozen
 grep -q '^xrewrite: 0 applied, 2 already applied, 0 not found' "$WORK/frozen2.log" ||
   fail "frozen: a second run: $(grep -v ': note: ' "$WORK/frozen2.log" | head -5)"
 
+# Loops: ops count their runs (Control's body runs 3 times), sites inside the loop are decided
+# like any other (never async), and converting them keeps the model bit-identical and the
+# rewrite idempotent. Verification can also run on exact inputs (--input-file).
+model="$XALLOC_SAMPLES/control.pt"
+xprof "$model" -o "$WORK/control.profile.json" "${QUICK[@]}"
+xcost "$WORK/control.profile.json" | xsched -o "$WORK/control.json"
+python3 - "$WORK/control.profile.json" "$WORK/control.json" "$WORK/control-forced.json" <<'PY' ||
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+assert max(op["runs"] for op in p["ops"]) == 3, [op["runs"] for op in p["ops"]]
+in_loop = {r["id"] for r in p["records"] if r["in_loop"] and r["origin"] != "loop-carried"}
+n = 0
+for d in s["decisions"]:
+    if d["value_id"] in in_loop:
+        assert d["action"] != "async", d
+        if d["consumers"] and d["input_anchor"] is None:
+            d["action"] = "sync"
+            n += 1
+assert n > 0, "no site inside the loop"
+json.dump(s, open(sys.argv[3], "w"))
+PY
+  fail "control: loop sites are not scheduled"
+"$XALLOC_PYTHON" -c 'import sys, torch; torch.save((torch.randn(32, 32),), sys.argv[1])' "$WORK/control-in.pt"
+xrewrite "$model" -s "$WORK/control-forced.json" -o "$WORK/control.pt" --diff \
+  --input-file "$WORK/control-in.pt" >"$WORK/control.diff" 2>"$WORK/control.log" ||
+  fail "control: $(cat "$WORK/control.log")"
+grep -q "bit-identical to the original on the inputs of $WORK/control-in.pt" "$WORK/control.log" ||
+  fail "control: not verified on the input file: $(cat "$WORK/control.log")"
+grep -q '^+.*aten::contiguous' "$WORK/control.diff" || fail "control: no conversion in the diff"
+same_outputs "$model" "$WORK/control.pt" >/dev/null || fail "control: rewritten outputs differ"
+xrewrite "$WORK/control.pt" -s "$WORK/control-forced.json" --check -q ||
+  fail "control: the rewrite is not idempotent"
+expect_error 2 'nothere.pt: error: cannot read' -- \
+  xrewrite "$model" -s "$WORK/control-forced.json" -o "$WORK/control2.pt" --input-file nothere.pt
+[[ ! -e "$WORK/control2.pt" ]] || fail "control: a bad --input-file left a model behind"
+
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -182,6 +183,19 @@ TEST(Profiler, ViewRefusesANonContiguousInputAndLoopValuesAreMarked) {
       EXPECT_TRUE(r.in_loop);
     }
   EXPECT_TRUE(carried);
+  // Ops count their runs: the loop body's three trips, one branch each way per trip (sum on
+  // trips 0 and 2, amax on trip 1), the ops after the loop once.
+  std::map<std::string, std::int64_t> runs;
+  for (const auto& op : loop.ops)
+    runs[op.kind] = std::max(runs[op.kind], op.runs);
+  EXPECT_EQ(runs["aten::tanh"], 3);
+  EXPECT_EQ(runs["aten::amax"], 1);
+  EXPECT_EQ(runs["aten::stack"], 1);
+  std::int64_t sums = 0;
+  for (const auto& op : loop.ops)
+    if (op.kind == "aten::sum" && op.anchor.expr == "h.sum(0)")
+      sums = op.runs;
+  EXPECT_EQ(sums, 2);
 }
 
 TEST(Profiler, BadInputsAreReportedClearly) {

@@ -165,6 +165,38 @@ TEST(Scheduler, TheModulesMemoryIsNoActivation) {
   EXPECT_EQ(with_view - without, f.v().bytes);
 }
 
+TEST(Scheduler, ALoopSiteAddsUpOverItsTripsAndNeverGoesAsync) {
+  // v made and read on every one of 3 trips: 3 conversions for 3 faster reads per consumer.
+  Fixture f;
+  for (int id : {0, 1, 2})
+    f.p.ops[static_cast<std::size_t>(id)].runs = 3;
+  f.v().in_loop = true;
+  IdleEvent w; // a window that would hide one conversion of one trip
+  w.id = 7;
+  w.after_op_id = 0;
+  w.before_op_id = 1;
+  w.duration_ms = 5;
+  w.spare_cores = 1;
+  w.kind = "host-gap";
+  f.p.gpu_idle_events.push_back(w);
+  const Schedule s = makeSchedule(f.p, f.cost);
+  const auto& d = f.decisionFor(s, 10);
+  EXPECT_EQ(d.action, Action::Sync) << d.reason;
+  EXPECT_NEAR(d.predicted_saving_ms, 3 * 0.6, 1e-12);
+  EXPECT_NEAR(d.predicted_cost_ms, 3 * 0.1, 1e-12);
+  EXPECT_NE(d.reason.find("runs 3 times"), std::string::npos) << d.reason;
+  // Where one trip's saving would not pay for the conversions of all trips, nothing is done:
+  // consumer 1 runs on every trip, consumer 2 only once, and they gain 0.1 and 0.2.
+  Fixture g;
+  g.p.ops[0].runs = 3;
+  g.p.ops[1].runs = 3;
+  g.v().in_loop = true;
+  g.v().consumers = {Fixture::consumer(1, 1.0, 0.99), Fixture::consumer(2, 1.0, 0.8)};
+  g.cost.conversion_cost_table[0].median_ms = 0.1;
+  g.cost.conversion_cost_table[0].samples_ms = {0.1};
+  EXPECT_EQ(g.decisionFor(makeSchedule(g.p, g.cost), 10).action, Action::None);
+}
+
 TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
   Fixture f;
   f.v().consumers = {Fixture::consumer(1, 1.0, 1.05), Fixture::consumer(2, 1.0, 0.95)};
@@ -244,7 +276,8 @@ TEST(Scheduler, SafetyRulesKeepTheModelsResults) {
   EXPECT_EQ(d.action, Action::None);
   EXPECT_NE(d.reason.find("needs a contiguous input"), std::string::npos);
   Fixture k;
-  k.v().in_loop = true; // values inside loops are not candidates in this solver
+  k.v().origin = "loop-carried"; // a loop body's parameter: no op of its own to convert after
+  k.v().in_loop = true;
   for (const auto& dd : makeSchedule(k.p, k.cost).decisions)
     EXPECT_NE(dd.value_id, 10);
 }

@@ -91,12 +91,13 @@ struct Op {
   std::string kind;
   SourceLoc source;
   Anchor anchor;
-  std::string scope;   // module instance path, e.g. "blocks.0.attn" (may be empty)
-  double start_ms = 0; // when the op started in the timeline run, from the start of the run
-  double duration_ms = 0;
+  std::string scope;      // module instance path, e.g. "blocks.0.attn" (may be empty)
+  double start_ms = 0;    // when the op started in the timeline run, from the start of the run
+  double duration_ms = 0; // in one run of the model: all its runs together
   double duration_spread_ms = 0;
-  bool noisy = false;                // spread above a quarter of the median: read with care
-  double utilization = 0;            // busy fraction of the device's compute while the op ran, 0..1
+  std::int64_t runs = 1;  // times it runs in one run of the model: loop trips; 0: not reached
+  bool noisy = false;     // spread above a quarter of the median: read with care
+  double utilization = 0; // busy fraction of the device's compute while the op ran, 0..1
   std::vector<std::int64_t> inputs;  // tensor value ids
   std::vector<std::int64_t> outputs; // tensor value ids
 };

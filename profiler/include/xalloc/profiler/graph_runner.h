@@ -28,9 +28,10 @@ public:
     bool cpu_time = false;    // process CPU time per op
   };
   struct Trace {
-    std::vector<double> op_ms;       // per op id, exclusive of nested blocks
-    std::vector<double> op_cpu_ms;   // per op id
-    std::vector<double> op_start_ms; // per op id, from the start of the run; -1: not executed
+    std::vector<double> op_ms;         // per op id, exclusive of nested blocks
+    std::vector<double> op_cpu_ms;     // per op id
+    std::vector<double> op_start_ms;   // per op id, from the start of the run; -1: not executed
+    std::vector<std::int64_t> op_runs; // per op id: times it ran (loop trips; 0: not reached)
     std::chrono::steady_clock::time_point run_start;
     std::unordered_map<const torch::jit::Value*, c10::IValue> values;
   };
