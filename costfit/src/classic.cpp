@@ -199,6 +199,7 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
 void testCost(formats::Cost& cost, const formats::Profile& independent) {
   for (auto& m : cost.stride_model) {
     std::vector<double> stride, classic, measured;
+    std::vector<std::int64_t> bytes;
     for (const auto& c : independent.conversion_cost_table) {
       if (c.layout.device != m.device || !(c.median_ms > 0))
         continue;
@@ -209,13 +210,14 @@ void testCost(formats::Cost& cost, const formats::Profile& independent) {
       if (!e)
         continue;
       measured.push_back(c.median_ms);
+      bytes.push_back(c.layout.bytes());
       stride.push_back(predictStride(m, c.layout));
       classic.push_back(predictClassic(*e, c.layout));
     }
     if (measured.empty())
       continue;
-    m.test = quality(stride, measured, 0);
-    m.classic_test = quality(classic, measured, 0);
+    m.test = quality(stride, measured, 0, bytes);
+    m.classic_test = quality(classic, measured, 0, bytes);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "xalloc/costfit/stride.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -372,8 +373,10 @@ double predictStride(const formats::StrideModel& m, const Layout& layout) {
 }
 
 formats::FitQuality quality(const std::vector<double>& predicted,
-                            const std::vector<double>& measured, int folds) {
+                            const std::vector<double>& measured, int folds,
+                            const std::vector<std::int64_t>& bytes) {
   XALLOC_EXPECTS(predicted.size() == measured.size(), "one prediction per measurement");
+  XALLOC_EXPECTS(bytes.empty() || bytes.size() == measured.size(), "one size per measurement");
   std::vector<double> apes;
   for (std::size_t i = 0; i < measured.size(); ++i)
     if (measured[i] > 0)
@@ -409,6 +412,27 @@ formats::FitQuality quality(const std::vector<double>& predicted,
       std::sqrt((concordant + discordant + ties_p) * (concordant + discordant + ties_m));
   if (denom > 0)
     q.kendall_tau = (concordant - discordant) / denom;
+  // By size: the cache levels copies move through (L1/L2, L2/L3, L3, memory on most CPUs).
+  constexpr std::array<std::int64_t, 3> kEdges = {std::int64_t{64} << 10, std::int64_t{1} << 20,
+                                                  std::int64_t{32} << 20};
+  if (!bytes.empty())
+    for (std::size_t band = 0; band <= kEdges.size(); ++band) {
+      formats::SizeBandError e;
+      e.from_bytes = band == 0 ? 0 : kEdges[band - 1];
+      if (band < kEdges.size())
+        e.to_bytes = kEdges[band];
+      double sum = 0;
+      for (std::size_t i = 0; i < measured.size(); ++i)
+        if (measured[i] > 0 && bytes[i] >= e.from_bytes &&
+            (!e.to_bytes || bytes[i] < *e.to_bytes)) {
+          sum += std::abs(predicted[i] - measured[i]) / measured[i] * 100.0;
+          ++e.samples;
+        }
+      if (e.samples > 0) {
+        e.mape = sum / static_cast<double>(e.samples);
+        q.by_size.push_back(e);
+      }
+    }
   return q;
 }
 
@@ -420,6 +444,7 @@ crossValidateStride(const std::vector<Sample>& samples, const formats::CacheInfo
     return std::nullopt;
   const int k = static_cast<int>(split.size());
   std::vector<double> p_stride, p_classic, measured;
+  std::vector<std::int64_t> bytes;
   for (const Fold& fold : split) {
     const std::vector<Sample>& train = fold.train;
     const std::vector<const Sample*>& test = fold.test;
@@ -437,13 +462,15 @@ crossValidateStride(const std::vector<Sample>& samples, const formats::CacheInfo
       if (!model || c == classic.end())
         continue; // a dtype group only this fold has: neither model can answer
       measured.push_back(t->ms);
+      bytes.push_back(t->layout.bytes());
       p_stride.push_back(predictStride(*model, t->layout));
       p_classic.push_back(predictClassic(c->second, t->layout));
     }
   }
   if (measured.empty())
     return std::nullopt;
-  return std::make_pair(quality(p_stride, measured, k), quality(p_classic, measured, k));
+  return std::make_pair(quality(p_stride, measured, k, bytes),
+                        quality(p_classic, measured, k, bytes));
 }
 
 } // namespace xalloc::costfit

@@ -64,6 +64,27 @@ std::string reportTable(const formats::Cost& cost) {
     row("classic, same folds", m.classic_holdout);
     row("stride, --test", m.test);
     row("classic, --test", m.classic_test);
+    // Where the error is: MAPE by layout size (the cache level a copy runs from).
+    auto bands = [&](const char* name, const std::optional<formats::FitQuality>& q) {
+      if (!q || q->by_size.empty())
+        return;
+      out << "  " << name << " MAPE % by size:";
+      for (const auto& b : q->by_size) {
+        auto size = [](std::int64_t v) {
+          return v >= (1 << 20) ? std::to_string(v >> 20) + "M" : std::to_string(v >> 10) + "K";
+        };
+        const std::string range = !b.to_bytes ? ">=" + size(b.from_bytes)
+                                  : b.from_bytes == 0
+                                      ? "<" + size(*b.to_bytes)
+                                      : size(b.from_bytes) + "-" + size(*b.to_bytes);
+        std::snprintf(line, sizeof line, "  %s %.1f (%lld)", range.c_str(), b.mape,
+                      static_cast<long long>(b.samples));
+        out << line;
+      }
+      out << "\n";
+    };
+    bands("stride, k-fold", m.holdout);
+    bands("stride, --test", m.test);
   }
   return out.str();
 }

@@ -24,6 +24,16 @@ json toJson(const FitQuality& q) {
          {"max_ape", q.max_ape}};
   if (q.kendall_tau)
     j["kendall_tau"] = *q.kendall_tau;
+  if (!q.by_size.empty()) {
+    json bands = json::array();
+    for (const auto& b : q.by_size) {
+      json band{{"from_bytes", b.from_bytes}, {"samples", b.samples}, {"mape", b.mape}};
+      if (b.to_bytes)
+        band["to_bytes"] = *b.to_bytes;
+      bands.push_back(std::move(band));
+    }
+    j["by_size"] = std::move(bands);
+  }
   return j;
 }
 
@@ -40,6 +50,16 @@ FitQuality readFitQuality(const JsonReader& r) {
   q.max_ape = r.at("max_ape").toNonNegative();
   if (auto t = r.find("kendall_tau"); t && !t->isNull())
     q.kendall_tau = t->toNumber();
+  if (auto bands = r.find("by_size"))
+    bands->forEach([&](const JsonReader& b) {
+      SizeBandError e;
+      e.from_bytes = b.at("from_bytes").toCount();
+      if (auto to = b.find("to_bytes"))
+        e.to_bytes = to->toCount();
+      e.samples = b.at("samples").toCount();
+      e.mape = b.at("mape").toNonNegative();
+      q.by_size.push_back(e);
+    });
   return q;
 }
 

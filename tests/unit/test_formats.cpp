@@ -122,7 +122,8 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   e.beta = 2e-4;
   e.gamma = 3e-3;
   e.n_samples = 3;
-  e.holdout = FitQuality{3, 3, 5.0, 4.0, 9.0, 0.8};
+  e.holdout =
+      FitQuality{3, 3, 5.0, 4.0, 9.0, 0.8, {{0, 65536, 2, 4.5}, {65536, std::nullopt, 1, 6.0}}};
   c.cost_model.push_back(e);
   json jc = toJson(c);
   EXPECT_EQ(toJson(costFromJson(jc, "c.json")), jc);

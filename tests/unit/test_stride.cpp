@@ -159,4 +159,21 @@ TEST(Stride, KendallTauRanksPredictions) {
   EXPECT_DOUBLE_EQ(q.max_ape, 100.0);
   EXPECT_DOUBLE_EQ(q.median_ape, 0.0);
   EXPECT_DOUBLE_EQ(q.mape, 20.0);
+  EXPECT_TRUE(q.by_size.empty()); // no sizes given
+}
+
+TEST(Stride, ErrorsBySizeBand) {
+  // 4 KiB and 8 KiB off by 10% and 30%, 128 KiB exact, 64 MiB off by 50%; nothing in 1-32 MiB.
+  auto q = quality({1.1, 1.3, 2, 6}, {1, 1, 2, 4}, 0, {4096, 8192, 131072, std::int64_t{64} << 20});
+  ASSERT_EQ(q.by_size.size(), 3u);
+  EXPECT_EQ(q.by_size[0].from_bytes, 0);
+  EXPECT_EQ(q.by_size[0].to_bytes, std::int64_t{65536});
+  EXPECT_EQ(q.by_size[0].samples, 2);
+  EXPECT_NEAR(q.by_size[0].mape, 20.0, 1e-9);
+  EXPECT_EQ(q.by_size[1].from_bytes, 65536);
+  EXPECT_NEAR(q.by_size[1].mape, 0.0, 1e-9);
+  EXPECT_EQ(q.by_size[2].from_bytes, std::int64_t{32} << 20);
+  EXPECT_FALSE(q.by_size[2].to_bytes.has_value());
+  EXPECT_NEAR(q.by_size[2].mape, 50.0, 1e-9);
+  EXPECT_NEAR(q.mape, 22.5, 1e-9);
 }

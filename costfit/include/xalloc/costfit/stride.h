@@ -67,7 +67,8 @@ double predictStride(const formats::StrideModel& m, const formats::Layout& layou
 
 /// Accuracy of predictions against measured times (APE in percent, Kendall's tau-b).
 formats::FitQuality quality(const std::vector<double>& predicted,
-                            const std::vector<double>& measured, int folds);
+                            const std::vector<double>& measured, int folds,
+                            const std::vector<std::int64_t>& bytes = {});
 
 /// k-fold cross-validation by layout of the stride model and, on the same folds, of the
 /// classic model (per dtype group). nullopt with fewer than 3 samples.

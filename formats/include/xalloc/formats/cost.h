@@ -9,13 +9,23 @@ inline constexpr const char* kCostSchema = "xalloc.cost";
 inline constexpr std::int64_t kCostVersion = 1;
 
 /// Accuracy of a model on samples it was not fitted on (k-fold cross-validation by layout).
+/// The error over the layouts of one size band: from_bytes <= bytes < to_bytes (no to_bytes:
+/// unbounded).
+struct SizeBandError {
+  std::int64_t from_bytes = 0;
+  std::optional<std::int64_t> to_bytes;
+  std::int64_t samples = 0;
+  double mape = 0; // in percent
+};
+
 struct FitQuality {
   std::int64_t folds = 0;
   std::int64_t samples = 0;
-  double mape = 0;                   // mean absolute percentage error, in percent
-  double median_ape = 0;             // in percent
-  double max_ape = 0;                // in percent
-  std::optional<double> kendall_tau; // rank agreement of predicted and measured times
+  double mape = 0;                    // mean absolute percentage error, in percent
+  double median_ape = 0;              // in percent
+  double max_ape = 0;                 // in percent
+  std::optional<double> kendall_tau;  // rank agreement of predicted and measured times
+  std::vector<SizeBandError> by_size; // bands with samples: below 64 KiB, 1 MiB, 32 MiB, above
 };
 
 /// cost_ms ~= alpha * numel + beta * ndim + gamma, for one device and dtype group.
