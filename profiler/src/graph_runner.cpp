@@ -367,6 +367,30 @@ std::vector<c10::IValue> GraphRunner::runOp(const Node* node, torch::jit::Stack 
   return inputs;
 }
 
+std::set<const c10::StorageImpl*> GraphRunner::moduleStorages(const Trace& trace) const {
+  std::set<const c10::StorageImpl*> out;
+  std::vector<const Block*> blocks = {impl_->index.graph().block()};
+  while (!blocks.empty()) {
+    const Block* b = blocks.back();
+    blocks.pop_back();
+    for (const Node* n : b->nodes()) {
+      for (const Block* sub : n->blocks())
+        blocks.push_back(sub);
+      if (n->kind() != c10::prim::GetAttr && n->kind() != c10::prim::Constant)
+        continue;
+      for (const Value* v : n->outputs()) {
+        if (!hasValue(trace, v))
+          continue;
+        const c10::IValue& iv = valueOf(trace, v);
+        if (iv.isTensor())
+          if (const c10::StorageImpl* s = storageOf(iv.toTensor()))
+            out.insert(s);
+      }
+    }
+  }
+  return out;
+}
+
 const c10::IValue& GraphRunner::valueOf(const Trace& trace, const Value* v) const {
   return impl_->get(trace.values, v);
 }

@@ -401,31 +401,6 @@ private:
     db_->put(key + "|duration", durations);
   }
 
-  // The memory of the module's tensors: attributes read in the graph, and its constants.
-  std::set<const c10::StorageImpl*> moduleStorages(const GraphRunner::Trace& t) const {
-    std::set<const c10::StorageImpl*> out;
-    std::vector<const torch::jit::Block*> blocks = {graph_->block()};
-    while (!blocks.empty()) {
-      const torch::jit::Block* b = blocks.back();
-      blocks.pop_back();
-      for (const Node* n : b->nodes()) {
-        for (const torch::jit::Block* sub : n->blocks())
-          blocks.push_back(sub);
-        if (n->kind() != c10::prim::GetAttr && n->kind() != c10::prim::Constant)
-          continue;
-        for (const Value* v : n->outputs()) {
-          if (!runner_->hasValue(t, v))
-            continue;
-          const c10::IValue& iv = runner_->valueOf(t, v);
-          if (iv.isTensor())
-            if (const c10::StorageImpl* s = storageOf(iv.toTensor()))
-              out.insert(s);
-        }
-      }
-    }
-    return out;
-  }
-
   void buildRecords(const GraphRunner::Trace& t, const tspass::MutationInfo& mutation) {
     const auto last_op = static_cast<std::int64_t>(index_->ops().size()) - 1;
     std::set<const Value*> outputs(graph_->outputs().begin(), graph_->outputs().end());
@@ -434,7 +409,7 @@ private:
       if (o->node()->kind() == c10::prim::TupleConstruct)
         outputs.insert(o->node()->inputs().begin(), o->node()->inputs().end());
     std::map<const c10::StorageImpl*, std::int64_t> storage_ids;
-    const std::set<const c10::StorageImpl*> module_storages = moduleStorages(t);
+    const std::set<const c10::StorageImpl*> module_storages = runner_->moduleStorages(t);
     const auto& values = index_->values();
     for (std::size_t id = 0; id < values.size(); ++id) {
       const Value* v = values[id];

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,6 +43,11 @@ public:
 
   /// Runs one (non-control-flow) op on the given input values and returns its outputs.
   std::vector<c10::IValue> runOp(const torch::jit::Node* node, torch::jit::Stack inputs) const;
+
+  /// The memory of the module's tensors in a finished run with keep_values: the attributes the
+  /// graph read and its constant tensors. Values in it are weights (or views of them), not
+  /// activations.
+  std::set<const c10::StorageImpl*> moduleStorages(const Trace& trace) const;
 
   /// A value of a finished run with keep_values (constants included).
   const c10::IValue& valueOf(const Trace& trace, const torch::jit::Value* v) const;
