@@ -72,13 +72,14 @@ std::optional<std::vector<const Node*>> chainOf(const Value* v) {
   return std::nullopt;
 }
 
-std::optional<c10::IValue> evaluate(const Value* v) {
-  const Node* n = v->node();
-  if (n->kind() == c10::prim::Constant)
-    return torch::jit::toIValue(v);
+std::optional<c10::IValue> evaluate(const Value* v);
+
+// Runs `n` with its inputs evaluated, the first one replaced by `first` when given; its
+// outputs, or nullopt when an input cannot be evaluated or the op fails.
+std::optional<torch::jit::Stack> call(const Node* n, std::optional<c10::IValue> first = {}) {
   torch::jit::Stack stack;
-  for (const Value* in : n->inputs()) {
-    auto iv = evaluate(in);
+  for (std::size_t i = 0; i < n->inputs().size(); ++i) {
+    auto iv = i == 0 && first ? first : evaluate(n->input(i));
     if (!iv)
       return std::nullopt;
     stack.push_back(std::move(*iv));
@@ -90,7 +91,17 @@ std::optional<c10::IValue> evaluate(const Value* v) {
   }
   if (stack.size() != n->outputs().size())
     return std::nullopt;
-  return stack[v->offset()];
+  return stack;
+}
+
+std::optional<c10::IValue> evaluate(const Value* v) {
+  const Node* n = v->node();
+  if (n->kind() == c10::prim::Constant)
+    return torch::jit::toIValue(v);
+  auto out = call(n);
+  if (!out)
+    return std::nullopt;
+  return (*out)[v->offset()];
 }
 
 } // namespace
@@ -132,29 +143,14 @@ std::optional<at::Tensor> relayoutForContiguous(const Value* v) {
   std::vector<int64_t> perm(static_cast<std::size_t>(rank));
   std::iota(perm.begin(), perm.end(), 0);
   for (const Node* n : *links) {
-    torch::jit::Stack stack;
-    std::vector<int64_t> sizes(static_cast<std::size_t>(rank), 1);
-    at::Tensor shaped = at::empty_strided(sizes, [&] {
-      std::vector<int64_t> st(static_cast<std::size_t>(rank));
-      for (int64_t d = 0; d < rank; ++d)
-        st[static_cast<std::size_t>(d)] = perm[static_cast<std::size_t>(d)] + 1;
-      return st;
-    }());
-    stack.push_back(shaped);
-    for (std::size_t i = 1; i < n->inputs().size(); ++i) {
-      auto iv = evaluate(n->input(i));
-      if (!iv)
-        return std::nullopt;
-      stack.push_back(std::move(*iv));
-    }
-    try {
-      n->getOperation()(stack);
-    } catch (const std::exception&) {
+    std::vector<int64_t> strides(static_cast<std::size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d)
+      strides[static_cast<std::size_t>(d)] = perm[static_cast<std::size_t>(d)] + 1;
+    const std::vector<int64_t> sizes(static_cast<std::size_t>(rank), 1);
+    auto result = call(n, at::empty_strided(sizes, strides));
+    if (!result || !(*result)[0].isTensor())
       return std::nullopt;
-    }
-    if (stack.size() != 1 || !stack[0].isTensor())
-      return std::nullopt;
-    const at::Tensor out = stack[0].toTensor();
+    const at::Tensor out = (*result)[0].toTensor();
     for (int64_t d = 0; d < rank; ++d)
       perm[static_cast<std::size_t>(d)] = out.stride(d) - 1;
   }
