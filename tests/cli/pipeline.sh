@@ -60,17 +60,7 @@ done
 
 # Force every site that can be converted without changing results to `sync` (independent of
 # timings), rewrite, and check the model is still bit-identical and the rewrite idempotent.
-python3 - "$WORK/mixer/schedule.json" "$WORK/forced.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-n = 0
-for d in s["decisions"]:
-    if d["action"] == "none" and d["consumers"] and d["input_anchor"] is None:
-        d["action"] = "sync"
-        n += 1
-assert n > 0 or any(d["action"] == "sync" for d in s["decisions"]), "no site to convert"
-json.dump(s, open(sys.argv[2], "w"))
-PY
+force_syncs "$WORK/mixer/schedule.json" "$WORK/forced.json"
 xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/forced.json" -o "$WORK/forced.pt" --diff -q >"$WORK/forced.diff"
 grep -q '^+.*aten::contiguous' "$WORK/forced.diff" || fail "forced schedule: no conversion in the diff"
 same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/forced.pt" >/dev/null || fail "forced rewrite differs"
@@ -117,17 +107,7 @@ xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --check -q ||
 # already applied on a second run, none lost to ops numbered differently.
 model="$XALLOC_SAMPLES/attention.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched -o "$WORK/attn.json"
-python3 - "$WORK/attn.json" "$WORK/attn-forced.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-n = 0
-for d in s["decisions"]:
-    if d["action"] == "none" and d["consumers"] and d["input_anchor"] is None:
-        d["action"] = "sync"
-        n += 1
-assert n > 0, "no site to convert"
-json.dump(s, open(sys.argv[2], "w"))
-PY
+force_syncs "$WORK/attn.json" "$WORK/attn-forced.json"
 xrewrite "$model" -s "$WORK/attn-forced.json" -o "$WORK/attn.pt" 2>"$WORK/attn1.log" ||
   fail "attention: $(cat "$WORK/attn1.log")"
 applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/attn1.log")
