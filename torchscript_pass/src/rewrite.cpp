@@ -114,7 +114,7 @@ public:
   }
 
   ApplyReport run() {
-    ApplyReport& report = report_;
+    ApplyReport report;
     // Conversions are inserted first and removed last, so no edit invalidates a node another
     // decision still has to find.
     std::vector<std::size_t> order;
@@ -144,7 +144,7 @@ public:
               [](const ApplyResult& a, const ApplyResult& b) {
                 return a.decision_index < b.decision_index;
               });
-    return std::move(report_);
+    return report;
   }
 
 private:
@@ -308,15 +308,16 @@ private:
   bool foldSync(const Site& site, ApplyResult& r) {
     if (site.direct.size() != site.value->uses().size())
       return false;
-    const Value* base = constantBase(site.value);
     auto relaid = relayoutForContiguous(site.value);
-    if (!base || !relaid)
+    if (!relaid)
       return false;
-    Node* first_link = site.value->node();
-    while (first_link->kind() != c10::prim::Constant && first_link->input(0) != base)
-      first_link = first_link->input(0)->node();
-    Value* base_value =
-        first_link->kind() == c10::prim::Constant ? site.value : first_link->input(0);
+    // Down the chain to the constant; `link` reads it (none when the value is the constant).
+    Value* base = site.value;
+    Node* link = nullptr;
+    while (base->node()->kind() != c10::prim::Constant) {
+      link = base->node();
+      base = link->input(0);
+    }
     Value* stored;
     {
       torch::jit::WithInsertPoint guard(graph_->block()->nodes().front());
@@ -324,15 +325,14 @@ private:
     }
     // Typed with its strides, so the diff shows the new layout (a loaded model says Tensor).
     stored->setType(c10::TensorType::create(*relaid));
-    nameAfter(stored, base_value, "_relaid");
-    Node* old = base_value->node();
-    if (first_link->kind() == c10::prim::Constant) {
+    nameAfter(stored, base, "_relaid");
+    if (link) {
+      link->replaceInput(0, stored);
+    } else {
       for (const auto& [c, i] : site.direct)
         c->replaceInput(i, stored);
-    } else {
-      first_link->replaceInput(0, stored);
     }
-    old->destroy(); // read by the chain alone (isConstantTensor)
+    base->node()->destroy(); // read by the chain alone (isConstantTensor)
     finish(r, ApplyStatus::Applied,
            "stored the constant " + valueLabel(site.value) + " is made from in the layout that " +
                "makes it contiguous: converted once, now, not on every call");
@@ -420,7 +420,6 @@ private:
   MutationInfo mutation_;
   std::map<std::int64_t, const formats::Op*> ops_by_id_;
   std::set<const Node*> removed_;
-  ApplyReport report_;
 };
 
 } // namespace
