@@ -268,12 +268,11 @@ private:
     }
     d.action = Action::Sync;
     d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
-               " consumer(s) for a " + cost->model + " cost of " + fmtMs(cost->ms);
-    if (constant)
-      d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
-                 " consumer(s); the value comes from constants, so it is converted once, into "
-                 "the model, and costs nothing per run";
-    d.reason += perRun(runs);
+               " consumer(s)" +
+               (constant ? "; the value comes from constants, so it is converted once, into the "
+                           "model, and costs nothing per run"
+                         : " for a " + cost->model + " cost of " + fmtMs(cost->ms)) +
+               perRun(runs);
     return d;
   }
 
