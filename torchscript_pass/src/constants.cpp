@@ -110,13 +110,6 @@ bool isConstantTensor(const Value* v) {
   return chainOf(v).has_value();
 }
 
-const Value* constantBase(const Value* v) {
-  auto links = chainOf(v);
-  if (!links)
-    return nullptr;
-  return links->empty() ? v : links->front()->input(0);
-}
-
 std::optional<at::Tensor> evaluateConstant(const Value* v) {
   if (!isConstantTensor(v))
     return std::nullopt;

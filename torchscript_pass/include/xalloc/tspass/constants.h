@@ -29,7 +29,4 @@ std::optional<at::Tensor> evaluateConstant(const torch::jit::Value* v);
 /// chain yields a contiguous `v`; nullopt when `v` is not constant.
 std::optional<at::Tensor> relayoutForContiguous(const torch::jit::Value* v);
 
-/// The prim::Constant node `v`'s chain starts from (nullptr when `v` is not constant).
-const torch::jit::Value* constantBase(const torch::jit::Value* v);
-
 } // namespace xalloc::tspass
