@@ -3,6 +3,7 @@
 // interquartile ranges and the speedup ratio (original / rewritten).
 //
 // Usage: xbench-latency ORIGINAL.pt REWRITTEN.pt [--runs N] [--warmup N] [--threads N]
+//                      [--input-file INPUTS.pt]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/error.h"
+#include "xalloc/io.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/value_compare.h"
@@ -30,6 +32,7 @@ struct Args {
   int runs = 50;
   int warmup = 5;
   int threads = 0;
+  std::string input_file; // torch.save of a tensor, tuple or list; else the model's example inputs
 };
 
 int run(const Args& args) {
@@ -39,12 +42,16 @@ int run(const Args& args) {
   auto mb = tspass::loadModel(args.b);
   if (args.threads > 0)
     at::set_num_threads(args.threads);
-  auto specs = profiler::specFromExtraFiles(ma.extra_files, ma.path);
-  if (specs.empty())
-    throw InputError(args.a, "no example inputs stored in the model");
-  auto tensors = profiler::makeInputs(specs, 0);
-  auto inputs = profiler::methodInputs(ma.module, "forward", tensors, ma.path);
-  inputs.erase(inputs.begin());
+  std::vector<c10::IValue> inputs;
+  if (!args.input_file.empty()) {
+    inputs = profiler::parseInputFile(readFile(args.input_file), args.input_file);
+  } else {
+    auto specs = profiler::specFromExtraFiles(ma.extra_files, ma.path);
+    if (specs.empty())
+      throw InputError(args.a, "no example inputs stored in the model (pass --input-file)");
+    inputs = profiler::methodInputs(ma.module, "forward", profiler::makeInputs(specs, 0), ma.path);
+    inputs.erase(inputs.begin());
+  }
   // Same results first: a faster model that computes something else is not faster.
   if (!profiler::bitwiseEqual(ma.module.forward(inputs), mb.module.forward(inputs)))
     throw InputError(args.b, "outputs differ from " + args.a);
@@ -67,12 +74,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
-    auto value = [&]() {
+    auto text = [&]() -> std::string {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "xbench-latency: error: %s needs a value\n", s.c_str());
         std::exit(kExitError);
       }
-      return std::atoi(argv[++i]);
+      return argv[++i];
+    };
+    auto value = [&]() {
+      return std::atoi(text().c_str());
     };
     if (s == "--runs")
       args.runs = value();
@@ -80,9 +90,11 @@ int main(int argc, char** argv) {
       args.warmup = value();
     else if (s == "--threads")
       args.threads = value();
+    else if (s == "--input-file")
+      args.input_file = text();
     else if (s == "-h" || s == "--help") {
       std::printf("usage: xbench-latency ORIGINAL.pt REWRITTEN.pt [--runs N] [--warmup N] "
-                  "[--threads N]\n");
+                  "[--threads N] [--input-file INPUTS.pt]\n");
       return kExitOk;
     } else
       pos.push_back(s);
