@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   app.add_option("-s,--schedule", o.schedule,
                  "schedule.json (default: the last schedule in the stdin stream)");
   app.add_option("-o,--output", o.output, "write the rewritten model here");
-  app.add_option("--method", o.method, "method to rewrite")->capture_default_str();
+  app.add_option("--method", o.method,
+                 "method to rewrite (default: the one the schedule was made for)");
   app.add_flag("--diff", o.diff, "print the graph before/after as a unified diff");
   app.add_flag("--check", o.check, "write nothing; exit 1 when the model needs changes, 0 if not");
   bool no_verify = false;

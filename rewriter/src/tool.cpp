@@ -119,7 +119,18 @@ int runXrewrite(const XrewriteOptions& o) {
   auto set = formats::DocumentSet::read(from_stdin ? "-" : o.schedule);
   const auto& doc = set.require(formats::DocKind::Schedule);
   formats::Schedule schedule = formats::scheduleFromJson(doc, set.name());
-  return rewriteTorchScript(o, schedule, formats::dumpDocument(doc, false));
+  // A schedule's anchors belong to the method it was profiled on: applied to another one they
+  // could match look-alike expressions there (every nn.Linear shares its anchor text).
+  XrewriteOptions with_method = o;
+  const std::string& profiled = schedule.model.method;
+  if (with_method.method.empty())
+    with_method.method = profiled.empty() ? "forward" : profiled;
+  else if (!profiled.empty() && profiled != with_method.method)
+    throw InputError(set.name(), "the schedule was made for method '" + profiled + "', not '" +
+                                     with_method.method +
+                                     "': profile that method (xprof --method " +
+                                     with_method.method + ") or leave --method out");
+  return rewriteTorchScript(with_method, schedule, formats::dumpDocument(doc, false));
 }
 
 } // namespace xalloc::rewriter

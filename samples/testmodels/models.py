@@ -2,7 +2,8 @@
 pattern the tools must handle:
 
 - TokenMixer: MLP-Mixer style token mixing, Linear and GELU applied to transposed activations,
-  one transposed value feeding several consumers (conversion sites worth a `sync`).
+  one transposed value feeding several consumers (conversion sites worth a `sync`); a second
+  exported method, `mix_tokens`.
 - Redundant: conversions of tensors that are already contiguous (sites worth a `remove`), next to
   a conversion `view` needs (which must stay).
 - Control: a loop and a branch around strided values (exercises the profiling interpreter).
@@ -33,6 +34,12 @@ class TokenMixer(nn.Module):
         h = self.token_fc2(F.gelu(self.token_fc1(y)))
         g = torch.sigmoid(self.gate(y))
         return x + (h * g).transpose(1, 2)
+
+    @torch.jit.export
+    def mix_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        # A second method with the same linears: a schedule made for one method must not be
+        # applied to look-alike expressions of the other.
+        return self.token_fc2(F.gelu(self.token_fc1(x.transpose(1, 2))))
 
 
 class Redundant(nn.Module):

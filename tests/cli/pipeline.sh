@@ -66,6 +66,21 @@ grep -q '^+.*aten::contiguous' "$WORK/forced.diff" || fail "forced schedule: no 
 same_outputs "$XALLOC_SAMPLES/mixer.pt" "$WORK/forced.pt" >/dev/null || fail "forced rewrite differs"
 xrewrite "$WORK/forced.pt" -s "$WORK/forced.json" --check -q || fail "forced rewrite is not idempotent"
 
+# Another method (mixer's exported mix_tokens): the schedule names the method it was made for, and
+# xrewrite rewrites that one, not forward, whose linears share its anchors; naming another fails.
+xprof "$XALLOC_SAMPLES/mixer.pt" --method mix_tokens "${QUICK[@]}" -o "$WORK/mt.json"
+xcost "$WORK/mt.json" | xsched --profile "$WORK/mt.json" -o "$WORK/mt-schedule.json"
+force_syncs "$WORK/mt-schedule.json" "$WORK/mt-forced.json"
+xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/mt-forced.json" -o "$WORK/mt.pt" --diff -q >"$WORK/mt.diff"
+grep -q '^+++ .*::mix_tokens$' "$WORK/mt.diff" || fail "mix_tokens schedule: the diff is not of mix_tokens"
+grep -q '^+.*aten::contiguous' "$WORK/mt.diff" || fail "mix_tokens schedule: no conversion in the diff"
+rc=0
+xrewrite "$WORK/mt.pt" -s "$WORK/forced.json" --check -q || rc=$?
+[[ $rc -eq 1 ]] || fail "forward of the mix_tokens rewrite: --check should exit 1, got $rc"
+xrewrite "$WORK/mt.pt" -s "$WORK/mt-forced.json" --check -q || fail "mix_tokens rewrite is not idempotent"
+expect_error 2 "mt-forced\.json: error: the schedule was made for method 'mix_tokens', not 'forward'" -- \
+  xrewrite "$XALLOC_SAMPLES/mixer.pt" --method forward -s "$WORK/mt-forced.json" --check
+
 # The fast form: the same sites as async conversions (xalloc::contiguous_async + aten::wait).
 python3 - "$WORK/forced.json" "$WORK/forced-async.json" <<'PY'
 import json, sys

@@ -10,10 +10,10 @@ struct XrewriteOptions {
   std::string model;    // TorchScript file to rewrite
   std::string schedule; // schedule.json; "" or "-" = the stream on stdin
   std::string output;   // rewritten model; may be empty with --diff or --check
-  std::string method = "forward";
-  bool diff = false;  // print the graph before/after as a unified diff on stdout
-  bool check = false; // write nothing; exit 1 when the model needs changes
-  bool verify = true; // compare outputs of the original and the rewritten model bit for bit
+  std::string method;   // empty: the schedule's method (forward when it names none)
+  bool diff = false;    // print the graph before/after as a unified diff on stdout
+  bool check = false;   // write nothing; exit 1 when the model needs changes
+  bool verify = true;   // compare outputs of the original and the rewritten model bit for bit
   int verify_runs = 3;
   /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
