@@ -11,6 +11,8 @@ pattern the tools must handle:
 - ShuffleCNN: ShuffleNet-style units (channel split with chunk, concatenation, channel shuffle
   through view + transpose) and a per-pixel Linear applied through permutes.
 - FrozenMLP: two Linears of a model frozen with torch.jit.freeze (weights are constants).
+- TracedMixer: TokenMixer saved with torch.jit.trace, whose source ranges are Python stacks,
+  not source code.
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
@@ -167,6 +169,13 @@ class FrozenMLP(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class TracedMixer(TokenMixer):
+    """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
+    node's source range is the Python stack the tracer saw, not an expression."""
+
+    TRACE = True
+
+
 MODELS = {
     "mixer": (TokenMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "redundant": (Redundant, [{"name": "x", "shape": [128, 64], "dtype": "float32"}]),
@@ -176,5 +185,6 @@ MODELS = {
     "attention": (Attention, [{"name": "x", "shape": [4, 32, 16, 16], "dtype": "float32"}]),
     "overlap": (Overlap, [{"name": "x", "shape": [8, 128, 128], "dtype": "float32"},
                           {"name": "y", "shape": [8, 128, 128], "dtype": "float32"}]),
+    "traced": (TracedMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "frozen": (FrozenMLP, [{"name": "x", "shape": [4, 512], "dtype": "float32"}]),
 }

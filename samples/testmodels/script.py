@@ -21,7 +21,11 @@ def main() -> int:
     os.makedirs(out_dir, exist_ok=True)
     for name, (cls, inputs) in sorted(MODELS.items()):
         torch.manual_seed(0)
-        scripted = torch.jit.script(cls().eval())
+        if getattr(cls, "TRACE", False):
+            example = tuple(torch.randn(i["shape"]) for i in inputs)
+            scripted = torch.jit.trace(cls().eval(), example)
+        else:
+            scripted = torch.jit.script(cls().eval())
         if getattr(cls, "FREEZE", False):
             scripted = torch.jit.freeze(scripted)
         path = os.path.join(out_dir, name + ".pt")

@@ -174,6 +174,29 @@ xrewrite "$WORK/frozen.pt" -s "$WORK/frozen-forced.json" --check 2>"$WORK/frozen
 grep -q '^xrewrite: 0 applied, 2 already applied, 0 not found' "$WORK/frozen2.log" ||
   fail "frozen: a second run: $(grep -v ': note: ' "$WORK/frozen2.log" | head -5)"
 
+# A traced model: its source ranges are the Python stacks the tracer saw. Anchors name the
+# innermost frame's function and no expression (the stack is no expression, and its line
+# numbers would break matching after an edit above), and sites are told apart by op and ordinal.
+model="$XALLOC_SAMPLES/traced.pt"
+xprof "$model" "${QUICK[@]}" | xcost | xsched -o "$WORK/traced.json"
+python3 - "$WORK/traced.json" <<'PY' || fail "traced: anchors carry the tracer's stack"
+import json, sys
+anchors = [d["anchor"] for d in json.load(open(sys.argv[1]))["decisions"]]
+assert anchors, "no decisions"
+for a in anchors:
+    assert a["function"] == "forward" and a["expr"] == "" and "): " not in a["file"], a
+PY
+force_syncs "$WORK/traced.json" "$WORK/traced-forced.json"
+xrewrite "$model" -s "$WORK/traced-forced.json" -o "$WORK/traced.pt" 2>"$WORK/traced1.log" ||
+  fail "traced: $(cat "$WORK/traced1.log")"
+applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/traced1.log")
+[[ -n "$applied" && "$applied" -gt 0 ]] || fail "traced: $(grep '^xrewrite: [0-9]' "$WORK/traced1.log")"
+same_outputs "$model" "$WORK/traced.pt" >/dev/null || fail "traced: rewritten outputs differ"
+xrewrite "$WORK/traced.pt" -s "$WORK/traced-forced.json" --check 2>"$WORK/traced2.log" ||
+  fail "traced: the rewritten model still needs changes"
+grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/traced2.log" ||
+  fail "traced: a second run lost sites: $(grep -v ': note: ' "$WORK/traced2.log" | head -5)"
+
 # Loops: ops count their runs (Control's body runs 3 times), sites inside the loop are decided
 # like any other (never async), and converting them keeps the model bit-identical and the
 # rewrite idempotent. Verification can also run on exact inputs (--input-file).

@@ -138,6 +138,24 @@ TEST(TorchScriptPass, ExpressionsAreCompletedFromTheSource) {
   EXPECT_EQ(xalloc::tspass::detail::enclosingPythonFunction(f, f.find("return")), "A.forward");
 }
 
+TEST(TorchScriptPass, TracedStacksAreFramesNotExpressions) {
+  using xalloc::tspass::detail::tracedFrameFunction;
+  const std::string stack = "/src/model.py(63): forward\n"
+                            "/usr/lib/python3/dist-packages/torch/nn/modules/module.py(1182): "
+                            "_slow_forward\n<ipython-input-3-9f2>(95): <module>\n";
+  EXPECT_EQ(tracedFrameFunction(stack, 0), "forward");
+  EXPECT_EQ(tracedFrameFunction(stack, stack.find("<ipython")), "<module>");
+  // Python source is never all frames, even where one of its lines looks like one.
+  const std::string code = "def f(x):\n    if g(1): pass\n    return x\n";
+  EXPECT_EQ(tracedFrameFunction(code, code.find("g(1)")), "");
+  EXPECT_EQ(tracedFrameFunction("g(1): pass\n", 0), "");
+  EXPECT_EQ(tracedFrameFunction("<stdin>(1): forward", 0), "forward");
+  EXPECT_EQ(tracedFrameFunction("model.py(63): forward", 0), "forward");
+  EXPECT_EQ(tracedFrameFunction("model.py(): forward", 0), "");
+  EXPECT_EQ(tracedFrameFunction("model.py(6): two words", 0), "");
+  EXPECT_EQ(tracedFrameFunction(stack, stack.size()), "");
+}
+
 TEST(TorchScriptPass, SyncInsertsOneConversionForAllListedConsumers) {
   auto m = makeModule(kTwoConsumers);
   auto reference = makeModule(kTwoConsumers);

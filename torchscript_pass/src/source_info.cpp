@@ -164,6 +164,54 @@ std::string completeExpression(const std::string& text, std::size_t start, std::
   return out;
 }
 
+namespace {
+// "<file>(<line>): <function>", one frame as torch.jit's tracer writes it (python_tracer.cpp),
+// where the file is a .py path or a pseudo-file ("<ipython-input-3-...>" in a notebook, "<stdin>").
+// "" when `line` is not one.
+std::string frameFunction(const std::string& line) {
+  const std::size_t colon = line.rfind("): ");
+  if (colon == std::string::npos)
+    return "";
+  std::size_t i = colon;
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(line[i - 1])))
+    --i;
+  if (i == colon || i < 2 || line[i - 1] != '(')
+    return "";
+  // A Python file, or a pseudo-file such as "<stdin>".
+  const std::string file = line.substr(0, i - 1);
+  const bool py = file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0;
+  if (!py && !(file.front() == '<' && file.back() == '>'))
+    return "";
+  std::string function = line.substr(colon + 3);
+  while (!function.empty() && std::isspace(static_cast<unsigned char>(function.back())))
+    function.pop_back();
+  if (function.empty() || function.find_first_of(" \t()") != std::string::npos)
+    return "";
+  return function;
+}
+} // namespace
+
+std::string tracedFrameFunction(const std::string& text, std::size_t start) {
+  if (start >= text.size())
+    return "";
+  // Every line a frame: Python source never is, though one of its lines may look like one.
+  std::string at_start;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos)
+      eol = text.size();
+    if (eol > pos) {
+      std::string function = frameFunction(text.substr(pos, eol - pos));
+      if (function.empty())
+        return "";
+      if (pos <= start && start < eol)
+        at_start = std::move(function);
+    }
+    pos = eol + 1;
+  }
+  return at_start;
+}
+
 } // namespace detail
 
 struct SourceTextCache::Impl {
@@ -196,6 +244,11 @@ NodeSource describeNode(const torch::jit::Node* node, SourceTextCache& cache) {
   out.loc.line = static_cast<std::int64_t>(std::get<1>(*flc));
   out.loc.col = static_cast<std::int64_t>(std::get<2>(*flc));
   std::size_t start = range.start();
+  if (std::string function = detail::tracedFrameFunction(text, start); !function.empty()) {
+    // No expression text to anchor on: sites are told apart by op and ordinal in the function.
+    out.function = std::move(function);
+    return out;
+  }
   std::size_t line_start = text.rfind('\n', start == 0 ? 0 : start - 1);
   line_start = (line_start == std::string::npos || start == 0) ? 0 : line_start + 1;
   std::size_t line_end = text.find('\n', start);

@@ -50,6 +50,10 @@ std::string enclosingPythonFunction(const std::string& text, std::size_t offset)
 /// Repairs a range's text into a whole expression: completes a cut identifier, closes brackets
 /// (taking text from the source after `end`), and collapses whitespace.
 std::string completeExpression(const std::string& text, std::size_t start, std::size_t end);
+/// A traced model's source ranges hold the Python stack the tracer saw, innermost frame first
+/// ("/src/model.py(63): forward", then the frames that called it), not source code. Returns the
+/// innermost frame's function when `text` at `start` is such a frame, and "" otherwise.
+std::string tracedFrameFunction(const std::string& text, std::size_t start);
 } // namespace detail
 
 } // namespace xalloc::tspass
