@@ -2,12 +2,14 @@
 // with another layout, interleaved, with its outputs compared bit for bit.
 #include "xalloc/profiler/consumers.h"
 
+#include <chrono>
 #include <set>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/profiler/conversion_cost.h"
+#include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/signature.h"
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/profiler/value_compare.h"
@@ -133,7 +135,16 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
         s[0].toTensor(), s[1].toTensor(), bias ? runner.valueOf(t, bias).toTensor() : at::Tensor(),
         swap && weight_converted)};
   };
-  if (!compareLayouts(run, to_contiguous, c))
+  // compareLayouts runs each layout once: that pair's time sets how often a slow consumer is
+  // timed (budgetedCounts).
+  double pair_ms = 0;
+  auto timed = [&](bool swap) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = run(swap);
+    pair_ms += msSince(t0);
+    return out;
+  };
+  if (!compareLayouts(timed, to_contiguous, c))
     return;
   // Correctness is checked on every run; only the timings come from the database.
   const std::string key = "consumer|" + opSignature(reader, as_is) + (linear ? "|linear" : "") +
@@ -144,8 +155,8 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   if (hit) {
     m = {(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
   } else {
-    m = timeInterleaved([&] { (void)run(false); }, [&] { (void)run(true); }, ctx.warmup,
-                        ctx.repeats);
+    const Counts n = budgetedCounts(pair_ms, ctx.warmup, ctx.repeats, kPairBudgetMs, 5);
+    m = timeInterleaved([&] { (void)run(false); }, [&] { (void)run(true); }, n.warmup, n.repeats);
     if (ctx.db) {
       ctx.db->put(key + "|a", {m.a, 0});
       ctx.db->put(key + "|b", {m.b, 0});

@@ -2,6 +2,7 @@
 #include "xalloc/profiler/measure.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <malloc.h>
 
@@ -69,6 +70,18 @@ PairedTiming timeInterleaved(const std::function<void()>& a, const std::function
   for (std::size_t i = 0; i < sa.size(); ++i)
     delta[i] = sb[i] - sa[i];
   return {summarize(std::move(sa)), summarize(std::move(sb)), summarize(std::move(delta))};
+}
+
+Counts budgetedCounts(double run_ms, int warmup, int repeats, double budget_ms, int min_repeats) {
+  Counts c{warmup, repeats};
+  const double fit = std::floor(budget_ms / run_ms * (1 + 1e-9)); // 1000/15 ms fits 15 times
+  if (!(run_ms > 0) || fit >= repeats)
+    return c;
+  c.repeats =
+      std::clamp(static_cast<int>(std::min(fit, 1e6)), std::min(min_repeats, repeats), repeats);
+  // A run this slow is past the caches' and the allocator's first-touch effects after one call.
+  c.warmup = std::min(warmup, 1);
+  return c;
 }
 
 double processCpuMs() {

@@ -4,6 +4,7 @@
 #include "xalloc/profiler/profiler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
@@ -277,18 +278,28 @@ private:
         if (cached[i])
           stats[i] = cached[i]->stats;
     } else {
-      progress_.phase("timing ops", static_cast<std::size_t>(o_.warmup + o_.iterations));
-      for (int i = 0; i < o_.warmup; ++i) {
+      // The first warm-up run's time scales the counts down for a slow model (budgetedCounts).
+      Counts runs{o_.warmup, o_.iterations};
+      progress_.phase("timing ops", static_cast<std::size_t>(runs.warmup + runs.repeats));
+      if (runs.warmup > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        runModel({}, nullptr);
+        runs = budgetedCounts(msSince(t0), o_.warmup, o_.iterations, kModelBudgetMs, 3);
+        runs.warmup = std::max(runs.warmup, 1);
+        progress_.phase("timing ops", static_cast<std::size_t>(runs.warmup + runs.repeats));
+        progress_.tick(1);
+      }
+      for (int i = 1; i < runs.warmup; ++i) {
         runModel({}, nullptr);
         progress_.tick(static_cast<std::size_t>(i + 1));
       }
       std::vector<std::vector<double>> samples(n);
       GraphRunner::Trace t;
-      for (int it = 0; it < o_.iterations; ++it) {
+      for (int it = 0; it < runs.repeats; ++it) {
         runModel({false, /*time_ops=*/true, false}, &t);
         for (std::size_t i = 0; i < n; ++i)
           samples[i].push_back(t.op_ms[i]);
-        progress_.tick(static_cast<std::size_t>(o_.warmup + it + 1));
+        progress_.tick(static_cast<std::size_t>(runs.warmup + it + 1));
       }
       // Ops with the same signature (the same op on the same layouts) share one entry in the
       // database: their samples are pooled here too, so this profile and a later one that

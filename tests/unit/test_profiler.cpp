@@ -408,6 +408,26 @@ TEST(IdleWindows, SpareCoresDuringOpsAndHostGapsBetweenThem) {
   EXPECT_EQ(profiler::findCpuIdleWindows(timeline, ops, 2, 1.0).size(), 1u);
 }
 
+TEST(Measure, SlowWorkIsTimedFewerTimesWithinItsBudget) {
+  using profiler::budgetedCounts;
+  // Fast work keeps the requested counts.
+  auto fast = budgetedCounts(0.05, 3, 15, 1000, 5);
+  EXPECT_EQ(fast.warmup, 3);
+  EXPECT_EQ(fast.repeats, 15);
+  EXPECT_EQ(budgetedCounts(1000.0 / 15, 3, 15, 1000, 5).repeats, 15); // exactly fits
+  // Slower: as many as fit the budget, one warm-up.
+  auto slow = budgetedCounts(100, 3, 15, 1000, 5);
+  EXPECT_EQ(slow.warmup, 1);
+  EXPECT_EQ(slow.repeats, 10);
+  // Far slower: the floor, and never more than asked for.
+  EXPECT_EQ(budgetedCounts(400, 3, 15, 1000, 5).repeats, 5);
+  EXPECT_EQ(budgetedCounts(400, 3, 4, 1000, 5).repeats, 4);
+  EXPECT_EQ(budgetedCounts(400, 0, 15, 1000, 5).warmup, 0);
+  // An unmeasured run (0, NaN) changes nothing.
+  EXPECT_EQ(budgetedCounts(0, 3, 15, 1000, 5).repeats, 15);
+  EXPECT_EQ(budgetedCounts(std::nan(""), 3, 15, 1000, 5).repeats, 15);
+}
+
 TEST(TimingDb, ReusesOnlyMatchingDeviceAndLibrary) {
   const std::string path = tempPath("db.sqlite");
   std::filesystem::remove(path);

@@ -37,6 +37,22 @@ struct PairedTiming {
 PairedTiming timeInterleaved(const std::function<void()>& a, const std::function<void()>& b,
                              int warmup, int repeats);
 
+/// Warm-up and repetition counts scaled to what one run costs: the requested counts while they
+/// fit a time budget, fewer for slow work (a large layer, a whole model), never below a floor.
+/// A 200 ms matmul needs no 15 paired repeats to show a 3 ms saving, and timing it 36 times made
+/// profiling a BERT-base take 45 forward passes.
+struct Counts {
+  int warmup = 0;
+  int repeats = 0;
+};
+/// `run_ms`: one run (of a pair, for paired timings); `budget_ms`: the most the timed runs should
+/// take together; `min_repeats`: the floor.
+Counts budgetedCounts(double run_ms, int warmup, int repeats, double budget_ms, int min_repeats);
+
+/// Budgets of the profiler's measurements (ms).
+constexpr double kPairBudgetMs = 1000;   // one consumer re-run with both layouts
+constexpr double kModelBudgetMs = 20000; // the model's timed iterations
+
 /// Process CPU time in ms (all threads).
 double processCpuMs();
 
