@@ -1,4 +1,4 @@
-// Progress: a throttled single-line progress bar on stderr.
+// Progress: a throttled one-line bar on a terminal, plain periodic lines elsewhere, on stderr.
 #include "xalloc/profiler/progress.h"
 
 #include <cstdio>
@@ -7,7 +7,9 @@
 
 namespace xalloc::profiler {
 
-Progress::Progress(bool enabled) : on_(enabled && ::isatty(STDERR_FILENO)) {}
+Progress::Progress(bool enabled, std::chrono::milliseconds every)
+    : on_(enabled), tty_(::isatty(STDERR_FILENO) != 0), every_(every),
+      start_(std::chrono::steady_clock::now()), last_line_(start_) {}
 
 Progress::~Progress() {
   finish();
@@ -29,6 +31,16 @@ void Progress::draw(bool force) {
   if (!on_)
     return;
   auto now = std::chrono::steady_clock::now();
+  if (!tty_) {
+    if (now - last_line_ < every_)
+      return;
+    last_line_ = now;
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(now - start_).count();
+    std::fprintf(stderr, "xprof: %s %zu/%zu (%lldm%02llds)\n", phase_.c_str(), done_, total_,
+                 static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+    std::fflush(stderr);
+    return;
+  }
   if (!force && drawn_ && now - last_draw_ < std::chrono::milliseconds(100))
     return;
   last_draw_ = now;
@@ -43,7 +55,7 @@ void Progress::draw(bool force) {
 }
 
 void Progress::finish() {
-  if (on_ && drawn_) {
+  if (on_ && tty_ && drawn_) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
     drawn_ = false;

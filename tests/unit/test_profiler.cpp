@@ -25,6 +25,7 @@
 #include "xalloc/profiler/idle_windows.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/profiler.h"
+#include "xalloc/profiler/progress.h"
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/scheduler/decide.h"
@@ -426,6 +427,24 @@ TEST(Measure, SlowWorkIsTimedFewerTimesWithinItsBudget) {
   // An unmeasured run (0, NaN) changes nothing.
   EXPECT_EQ(budgetedCounts(0, 3, 15, 1000, 5).repeats, 15);
   EXPECT_EQ(budgetedCounts(std::nan(""), 3, 15, 1000, 5).repeats, 15);
+}
+
+TEST(Progress, OffATerminalPrintsPlainLinesAtItsInterval) {
+  if (::isatty(STDERR_FILENO))
+    GTEST_SKIP() << "stderr is a terminal: the bar is drawn instead";
+  testing::internal::CaptureStderr();
+  {
+    profiler::Progress every_time(true, std::chrono::milliseconds(0));
+    every_time.phase("re-running consumers", 4);
+    every_time.tick(2);
+    profiler::Progress rarely(true, std::chrono::hours(1)); // a short run prints nothing
+    rarely.phase("timing ops", 3);
+    rarely.tick(3);
+    profiler::Progress quiet(false, std::chrono::milliseconds(0));
+    quiet.phase("sweeping layouts", 5);
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "xprof: re-running consumers 0/4 (0m00s)\n"
+                                                    "xprof: re-running consumers 2/4 (0m00s)\n");
 }
 
 TEST(TimingDb, ReusesOnlyMatchingDeviceAndLibrary) {

@@ -1,5 +1,6 @@
-// A one-line progress bar on stderr for long profiling runs: silent when stderr is not a
-// terminal or when asked to be quiet, redrawn at most ten times a second, erased when done.
+// Progress of long profiling runs on stderr: on a terminal, a one-line bar redrawn at most ten
+// times a second and erased when done; elsewhere (a CI log, nohup), a plain line every `every`
+// once a run has lasted that long, so a short run prints nothing; silent when asked to be quiet.
 #pragma once
 
 #include <chrono>
@@ -10,8 +11,8 @@ namespace xalloc::profiler {
 
 class Progress {
 public:
-  /// `enabled` false makes every call a no-op; true still stays silent off a terminal.
-  explicit Progress(bool enabled);
+  /// `enabled` false makes every call a no-op.
+  explicit Progress(bool enabled, std::chrono::milliseconds every = std::chrono::seconds(30));
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -22,7 +23,9 @@ public:
 
 private:
   void draw(bool force);
-  bool on_ = false;
+  bool on_ = false, tty_ = false;
+  std::chrono::milliseconds every_;
+  std::chrono::steady_clock::time_point start_, last_line_;
   std::string phase_;
   std::size_t total_ = 0, done_ = 0;
   std::chrono::steady_clock::time_point last_draw_;
