@@ -48,6 +48,9 @@ bool isBuiltin(const Node* n) {
   case c10::aten::__is__:
   case c10::aten::__isnot__:
   case c10::aten::wait: // the consumer side of an async conversion (xrewrite --form fast)
+  case c10::prim::CallMethod:
+  case c10::prim::Enter:
+  case c10::prim::Exit:
     return true;
   default:
     return n->kind() == c10::Symbol::fromQualString("prim::NamedTupleConstruct");
@@ -121,6 +124,19 @@ void runBuiltin(const Node* n, torch::jit::Stack& stack) {
   } else if (k == c10::aten::__is__ || k == c10::aten::__isnot__) {
     bool same = in.at(0).is(in.at(1));
     stack.emplace_back(k == c10::aten::__is__ ? same : !same);
+  } else if (k == c10::prim::CallMethod || k == c10::prim::Enter || k == c10::prim::Exit) {
+    // A method of a TorchScript class object, such as the context manager of `with
+    // torch.no_grad():` (its __enter__ and __exit__ switch grad mode), run by the JIT as its
+    // interpreter would: Exit calls __exit__(self, None, None, None). Ops inside such a method
+    // are timed as part of it, not one by one; module methods are inlined and never get here.
+    const c10::intrusive_ptr<c10::ivalue::Object> obj = in.at(0).toObject();
+    const std::string name = k == c10::prim::CallMethod ? n->s(c10::attr::name)
+                             : k == c10::prim::Enter    ? "__enter__"
+                                                        : "__exit__";
+    if (k == c10::prim::Exit)
+      in.resize(4); // self, then None for the exception's type, value and traceback
+    obj->type()->getMethod(name).run(in);
+    stack = std::move(in);
   } else if (k == c10::aten::wait) {
     auto future = in.at(0).toFuture();
     future->wait();
@@ -165,9 +181,7 @@ struct GraphRunner::Impl {
         prepareBlock(sub);
       if (isControl(n) || isBuiltin(n))
         continue;
-      if (n->kind() == c10::prim::CallMethod || n->kind() == c10::prim::CallFunction ||
-          n->kind() == c10::prim::fork || n->kind() == c10::prim::Enter ||
-          n->kind() == c10::prim::Exit)
+      if (n->kind() == c10::prim::CallFunction || n->kind() == c10::prim::fork)
         throw InputError("", "op " + whereIs(index, n) + " is not supported by xprof");
       try {
         ops.emplace(n, n->getOperation());

@@ -6,7 +6,8 @@ pattern the tools must handle:
   exported method, `mix_tokens`.
 - Redundant: conversions of tensors that are already contiguous (sites worth a `remove`), next to
   a conversion `view` needs (which must stay).
-- Control: a loop and a branch around strided values (exercises the profiling interpreter).
+- Control: a loop and a branch around strided values, and a `with torch.no_grad():` block
+  (exercises the profiling interpreter).
 - Forked: uses torch.jit.fork, which xprof does not run: it must say so clearly.
 - ShuffleCNN: ShuffleNet-style units (channel split with chunk, concatenation, channel shuffle
   through view + transpose) and a per-pixel Linear applied through permutes.
@@ -71,7 +72,9 @@ class Control(nn.Module):
                 acc.append(h.sum(0))
             else:
                 acc.append(h.amax(1))
-        return torch.stack(acc).sum(0) + h.mean()
+        with torch.no_grad():  # a context manager: prim::Enter / prim::Exit around the block
+            m = h.mean()
+        return torch.stack(acc).sum(0) + m
 
 
 def _half(x: torch.Tensor) -> torch.Tensor:

@@ -89,7 +89,9 @@ TEST_P(RunnerMatchesJit, SameOutputsBitForBit) {
   for (std::uint64_t seed : {0u, 1u}) {
     auto inputs = profiler::methodInputs(model.module, "forward", profiler::makeInputs(specs, seed),
                                          model.path);
+    const bool grad = c10::GradMode::is_enabled();
     auto ours = runner.run(inputs, {}, nullptr);
+    EXPECT_EQ(c10::GradMode::is_enabled(), grad) << "a with-block left grad mode switched";
     ASSERT_EQ(ours.size(), 1u);
     std::vector<c10::IValue> args(inputs.begin() + 1, inputs.end());
     c10::IValue jit = model.module.forward(args);
