@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -120,6 +121,13 @@ TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   EXPECT_EQ(y->bytes, 8 * 96 * 64 * 4);
   EXPECT_FALSE(y->module_storage); // an activation
   ASSERT_EQ(y->consumers.size(), 2u);
+  // Ops know their module, though the saved code xprof indexes forgets inlined call stacks
+  // (tspass::canonicalize carries them over); a linear's exposed ops belong to the linear.
+  std::set<std::string> consumer_scopes;
+  for (const auto& c : y->consumers)
+    consumer_scopes.insert(opById(p, c.op_id).scope);
+  EXPECT_EQ(consumer_scopes, (std::set<std::string>{"token_fc1", "gate"}));
+  EXPECT_EQ(opById(p, *y->producer_op).scope, "");
   for (const auto& c : y->consumers) {
     // The linears, exposed (tspass/linear.h): y is read by the matmul of each.
     EXPECT_EQ(opById(p, c.op_id).kind, "aten::matmul");

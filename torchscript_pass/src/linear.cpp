@@ -24,11 +24,14 @@ void collectLinears(Block* block, std::vector<Node*>& out) {
   }
 }
 
-// The new node stands where `from` stood: same source range, same inlined call stack.
+// The new node stands where `from` stood: same source range, inlined call stack and scope.
 void takePlace(Node* n, const Node* from) {
   n->setSourceRange(from->sourceRange());
   if (auto cs = from->callstack())
     n->setCallStack(*cs);
+  auto scope = const_cast<Node*>(from)->scope(); // ScopePtr scope() is not const in 1.13
+  if (scope && !scope->isBlank())
+    n->setScope(scope);
 }
 
 bool isNumbered(const std::string& name) {

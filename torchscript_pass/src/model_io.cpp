@@ -11,6 +11,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
+#include "xalloc/tspass/source_info.h"
 
 namespace xalloc::tspass {
 
@@ -46,6 +47,7 @@ void canonicalize(LoadedModel& model, const std::string& method) {
   if (!m)
     throw InputError(model.path, "the model has no method '" + method + "'");
   torch::jit::Inline(*m->graph());
+  const std::shared_ptr<torch::jit::Graph> inlined = m->graph()->copy();
   std::stringstream buffer;
   try {
     model.module.save(buffer);
@@ -54,6 +56,8 @@ void canonicalize(LoadedModel& model, const std::string& method) {
     throw InputError(model.path, "cannot pass the inlined model through the serializer: " +
                                      firstLine(e.what()));
   }
+  // The module path of each op, which the saved code forgot (profile ops' `scope`).
+  carryScopes(*inlined, *model.module.get_method(method).graph());
 }
 
 void saveModel(const torch::jit::Module& module, const std::string& path,

@@ -1,7 +1,9 @@
 // describeNode: original source location, enclosing function and expression text of a node.
 #include "xalloc/tspass/source_info.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -266,7 +268,54 @@ std::string moduleScope(const torch::jit::Node* node) {
   std::string scope;
   for (const auto& name : compat::inlinedModuleInstances(node))
     scope += (scope.empty() ? "" : ".") + name;
+  auto carried = const_cast<torch::jit::Node*>(node)->scope(); // not const in 1.13
+  if (scope.empty() && carried && !carried->isBlank())
+    scope = carried->name().toUnqualString();
   return scope;
+}
+
+namespace {
+// "kind|file:line:col" of a node's original source, "" without one.
+std::string siteKey(const torch::jit::Node* n) {
+  auto flc = compat::fileLineCol(compat::originalRange(n->sourceRange()));
+  if (!flc || std::get<0>(*flc).empty())
+    return "";
+  return std::string(n->kind().toQualString()) + "|" + std::get<0>(*flc) + ":" +
+         std::to_string(std::get<1>(*flc)) + ":" + std::to_string(std::get<2>(*flc));
+}
+
+template <typename F> void eachNode(const torch::jit::Block* b, const F& f) {
+  for (const torch::jit::Node* n : b->nodes()) {
+    f(n);
+    for (const torch::jit::Block* sub : n->blocks())
+      eachNode(sub, f);
+  }
+}
+} // namespace
+
+void carryScopes(const torch::jit::Graph& from, torch::jit::Graph& to) {
+  std::map<std::string, std::vector<std::string>> scopes;
+  eachNode(from.block(), [&](const torch::jit::Node* n) {
+    if (std::string key = siteKey(n); !key.empty())
+      scopes[key].push_back(moduleScope(n));
+  });
+  std::map<std::string, std::vector<torch::jit::Node*>> targets;
+  eachNode(to.block(), [&](const torch::jit::Node* n) {
+    if (std::string key = siteKey(n); !key.empty() && scopes.count(key))
+      targets[key].push_back(const_cast<torch::jit::Node*>(n));
+  });
+  const auto root = c10::make_intrusive<torch::jit::Scope>();
+  for (auto& [key, nodes] : targets) {
+    const auto& names = scopes.at(key);
+    const bool shared = std::all_of(names.begin(), names.end(),
+                                    [&](const std::string& s) { return s == names.front(); });
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const std::string& name =
+          nodes.size() == names.size() ? names[i] : (shared ? names.front() : std::string());
+      if (!name.empty())
+        nodes[i]->setScope(root->push(c10::Symbol::scope(name)));
+    }
+  }
 }
 
 } // namespace xalloc::tspass

@@ -9,8 +9,9 @@
 #include "xalloc/formats/common.h"
 
 namespace torch::jit {
+struct Graph;
 struct Node;
-}
+} // namespace torch::jit
 
 namespace xalloc::tspass {
 
@@ -41,8 +42,16 @@ private:
 NodeSource describeNode(const torch::jit::Node* node, SourceTextCache& cache);
 NodeSource describeNode(const torch::jit::Node* node);
 
-/// Module instance path of an inlined node ("0.attn.c_attn"), "" when not inlined.
+/// Module instance path of an inlined node ("0.attn.c_attn"), "" when not inlined: from its
+/// inlined call stack, or else from the scope carryScopes gave it.
 std::string moduleScope(const torch::jit::Node* node);
+
+/// Saved code keeps source ranges but not inlined call stacks, so a graph loaded back from an
+/// inlined model knows no module scopes. Gives each node of `to` the scope of the node of `from`
+/// (the inlined graph it was saved from) at the same source position with the same kind: the
+/// k-th such node takes the k-th one's scope when both graphs have as many, or the scope they
+/// all share otherwise (loading drops code that can never run); else it stays unscoped.
+void carryScopes(const torch::jit::Graph& from, torch::jit::Graph& to);
 
 namespace detail {
 /// Finds "Class.method" enclosing byte `offset` of Python source `text` by indentation.
