@@ -39,6 +39,10 @@ std::string explainSchedule(const formats::Schedule& s) {
       }
       if (expr.empty())
         expr = op->kind;
+      // A model's module path tells apart sites that share their source (every nn.Linear's
+      // is linear.py:114); a program's scope is its function, already in the anchor.
+      if (s.model.format == "torchscript" && !op->scope.empty())
+        expr = op->scope + ": " + expr;
     }
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);

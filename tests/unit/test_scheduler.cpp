@@ -315,7 +315,14 @@ TEST(Scheduler, MemoryBudget) {
 
 TEST(Scheduler, ExplainNamesEverySite) {
   Fixture f;
-  std::string text = explainSchedule(makeSchedule(f.p, f.cost));
+  Schedule s = makeSchedule(f.p, f.cost);
+  ASSERT_FALSE(s.decisions.empty());
+  // A model's ops carry their module path, shown before the expression.
+  for (auto& op : s.ops)
+    if (op.id == s.decisions[0].producer)
+      op.scope = "blocks.0.fc";
+  std::string text = explainSchedule(s);
+  EXPECT_NE(text.find("blocks.0.fc: "), std::string::npos) << text;
   EXPECT_NE(text.find("m.py:1"), std::string::npos);
   EXPECT_NE(text.find("sync"), std::string::npos);
   EXPECT_NE(text.find("remove"), std::string::npos);
