@@ -138,6 +138,24 @@ TEST(TorchScriptPass, ExpressionsAreCompletedFromTheSource) {
   EXPECT_EQ(xalloc::tspass::detail::enclosingPythonFunction(f, f.find("return")), "A.forward");
 }
 
+TEST(TorchScriptPass, ScopesNameModulesNotSelfCalls) {
+  // nn.Conv2d's forward calls self._conv_forward: a call on the same module adds no level.
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module conv("Conv", cu, /*shouldMangle=*/true);
+  conv.define("def forward(self, x):\n    return self._impl(x)\n"
+              "def _impl(self, x):\n    return x * 2\n");
+  torch::jit::Module top("Top", cu, /*shouldMangle=*/true);
+  top.register_module("conv", conv);
+  top.define("def forward(self, x):\n    return self.conv.forward(x) + 1\n");
+  auto g = inlineMethod(top, "forward");
+  GraphIndex index(*g);
+  std::map<std::string, std::string> scopes;
+  for (std::size_t i = 0; i < index.ops().size(); ++i)
+    scopes[index.ops()[i]->kind().toQualString()] = index.scope(static_cast<std::int64_t>(i));
+  EXPECT_EQ(scopes["aten::mul"], "conv");
+  EXPECT_EQ(scopes["aten::add"], "");
+}
+
 TEST(TorchScriptPass, TracedStacksAreFramesNotExpressions) {
   using xalloc::tspass::detail::tracedFrameFunction;
   const std::string stack = "/src/model.py(63): forward\n"

@@ -267,7 +267,8 @@ NodeSource describeNode(const torch::jit::Node* node, SourceTextCache& cache) {
 std::string moduleScope(const torch::jit::Node* node) {
   std::string scope;
   for (const auto& name : compat::inlinedModuleInstances(node))
-    scope += (scope.empty() ? "" : ".") + name;
+    if (name != "SELF") // a method calling another method of its own module
+      scope += (scope.empty() ? "" : ".") + name;
   auto carried = const_cast<torch::jit::Node*>(node)->scope(); // not const in 1.13
   if (scope.empty() && carried && !carried->isBlank())
     scope = carried->name().toUnqualString();
