@@ -285,7 +285,6 @@ private:
         const auto t0 = std::chrono::steady_clock::now();
         runModel({}, nullptr);
         runs = budgetedCounts(msSince(t0), o_.warmup, o_.iterations, kModelBudgetMs, 3);
-        runs.warmup = std::max(runs.warmup, 1);
         progress_.phase("timing ops", static_cast<std::size_t>(runs.warmup + runs.repeats));
         progress_.tick(1);
       }
