@@ -75,3 +75,18 @@ assert any(d["action"] == "sync" for d in s["decisions"]), "no site to convert"
 json.dump(s, open(sys.argv[2], "w"))
 PY
 }
+
+# Rewrites MODEL with SCHEDULE into OUT, where every site must be applied (none already applied,
+# none lost), then runs again on OUT, which must need no change and find every site already
+# applied. NAME labels the failures and the logs in $WORK.
+rewrite_twice() {
+  local name=$1 model=$2 schedule=$3 out=$4 applied
+  xrewrite "$model" -s "$schedule" -o "$out" 2>"$WORK/$name.1.log" ||
+    fail "$name: $(cat "$WORK/$name.1.log")"
+  applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/$name.1.log")
+  [[ -n "$applied" && "$applied" -gt 0 ]] || fail "$name: $(grep '^xrewrite: [0-9]' "$WORK/$name.1.log")"
+  xrewrite "$out" -s "$schedule" --check 2>"$WORK/$name.2.log" ||
+    fail "$name: the rewritten model still needs changes"
+  grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/$name.2.log" ||
+    fail "$name: a second run lost sites: $(grep -v ': note: ' "$WORK/$name.2.log" | head -5)"
+}

@@ -123,14 +123,7 @@ xrewrite "$WORK/fast-sync.pt" -s "$WORK/forced.json" --check -q ||
 model="$XALLOC_SAMPLES/attention.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched -o "$WORK/attn.json"
 force_syncs "$WORK/attn.json" "$WORK/attn-forced.json"
-xrewrite "$model" -s "$WORK/attn-forced.json" -o "$WORK/attn.pt" 2>"$WORK/attn1.log" ||
-  fail "attention: $(cat "$WORK/attn1.log")"
-applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/attn1.log")
-[[ -n "$applied" && "$applied" -gt 0 ]] || fail "attention: $(grep '^xrewrite: [0-9]' "$WORK/attn1.log")"
-xrewrite "$WORK/attn.pt" -s "$WORK/attn-forced.json" --check 2>"$WORK/attn2.log" ||
-  fail "attention: the rewritten model still needs changes"
-grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/attn2.log" ||
-  fail "attention: a second run lost sites: $(grep -v ': note: ' "$WORK/attn2.log" | head -5)"
+rewrite_twice attention "$model" "$WORK/attn-forced.json" "$WORK/attn.pt"
 
 # A frozen model: its weights are constants, so each Linear's transposed weight is known before
 # the model runs. xprof marks it (origin "constant"), xsched prices its conversion at zero (never
@@ -187,15 +180,8 @@ for a in anchors:
     assert a["function"] == "forward" and a["expr"] == "" and "): " not in a["file"], a
 PY
 force_syncs "$WORK/traced.json" "$WORK/traced-forced.json"
-xrewrite "$model" -s "$WORK/traced-forced.json" -o "$WORK/traced.pt" 2>"$WORK/traced1.log" ||
-  fail "traced: $(cat "$WORK/traced1.log")"
-applied=$(sed -n 's/^xrewrite: \([0-9]*\) applied, 0 already applied, 0 not found.*/\1/p' "$WORK/traced1.log")
-[[ -n "$applied" && "$applied" -gt 0 ]] || fail "traced: $(grep '^xrewrite: [0-9]' "$WORK/traced1.log")"
+rewrite_twice traced "$model" "$WORK/traced-forced.json" "$WORK/traced.pt"
 same_outputs "$model" "$WORK/traced.pt" >/dev/null || fail "traced: rewritten outputs differ"
-xrewrite "$WORK/traced.pt" -s "$WORK/traced-forced.json" --check 2>"$WORK/traced2.log" ||
-  fail "traced: the rewritten model still needs changes"
-grep -q "^xrewrite: 0 applied, $applied already applied, 0 not found" "$WORK/traced2.log" ||
-  fail "traced: a second run lost sites: $(grep -v ': note: ' "$WORK/traced2.log" | head -5)"
 
 # Loops: ops count their runs (Control's body runs 3 times), sites inside the loop are decided
 # like any other (never async), and converting them keeps the model bit-identical and the
