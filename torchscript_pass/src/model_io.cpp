@@ -47,7 +47,7 @@ void canonicalize(LoadedModel& model, const std::string& method) {
   if (!m)
     throw InputError(model.path, "the model has no method '" + method + "'");
   torch::jit::Inline(*m->graph());
-  const std::shared_ptr<torch::jit::Graph> inlined = m->graph()->copy();
+  const std::shared_ptr<torch::jit::Graph> inlined = m->graph(); // alive past the reload
   std::stringstream buffer;
   try {
     model.module.save(buffer);
