@@ -45,7 +45,9 @@ int main(int argc, char** argv) {
                  "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "
                  "libxalloc_runtime.so to run the model)")
       ->capture_default_str();
-  app.add_option("--show", o.show, "print the schedule stored in a rewritten model and exit");
+  app.add_option("--show", o.show,
+                 "print the schedule stored in a rewritten model (for --method, where "
+                 "several methods were rewritten) and exit");
   app.add_flag("-q,--quiet", o.quiet, "only warnings and errors on stderr");
   app.add_option("--cpp", o.cpp_files,
                  "C++ sources to patch (compile flags from -p or after --); prints a unified "

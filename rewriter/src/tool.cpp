@@ -92,7 +92,7 @@ int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedul
 
 int runXrewrite(const XrewriteOptions& o) {
   if (!o.show.empty())
-    return showStoredSchedule(o.show);
+    return showStoredSchedule(o.show, o.method);
   if (!o.cpp_files.empty()) {
     if (o.form != "portable" && o.form != "fast")
       throw InputError("xrewrite", "--form: '" + o.form + "' is neither 'portable' nor 'fast'");

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include <torch/csrc/jit/api/module.h>
 
@@ -119,7 +120,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
     return kExitOk; // --diff alone: a dry run
 
   auto extra = model.extra_files;
-  extra[tspass::kScheduleFile] = schedule_text;
+  extra[tspass::scheduleFileFor(o.method)] = schedule_text;
   const std::string tmp = o.output + ".xrewrite-tmp";
   tspass::saveModel(model.module, tmp, extra);
   if (o.verify) {
@@ -160,11 +161,37 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   return kExitOk;
 }
 
-int showStoredSchedule(const std::string& path) {
+int showStoredSchedule(const std::string& path, const std::string& method) {
   tspass::LoadedModel model = tspass::loadModel(path);
-  auto it = model.extra_files.find(tspass::kScheduleFile);
-  if (it == model.extra_files.end())
+  // The methods with a stored schedule, by the extra files' names.
+  std::map<std::string, std::string> stored;
+  const std::string prefix = "xalloc/schedule.";
+  for (const auto& [name, text] : model.extra_files) {
+    if (name == tspass::kScheduleFile)
+      stored["forward"] = text;
+    else if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 5 &&
+             name.compare(name.size() - 5, 5, ".json") == 0)
+      stored[name.substr(prefix.size(), name.size() - prefix.size() - 5)] = text;
+  }
+  if (stored.empty())
     throw InputError(path, "no schedule stored in this model (it was not written by xrewrite)");
+  std::string names;
+  for (const auto& [name, text] : stored)
+    names += (names.empty() ? "" : ", ") + name;
+  auto it = stored.end();
+  if (!method.empty()) {
+    it = stored.find(method);
+    if (it == stored.end())
+      throw InputError(path,
+                       "no schedule stored for method '" + method + "' (stored: " + names + ")");
+  } else if (stored.size() == 1) {
+    it = stored.begin();
+  } else {
+    it = stored.find("forward");
+    if (it == stored.end())
+      throw InputError(path, "schedules are stored for several methods (" + names +
+                                 "): pass --method to pick one");
+  }
   std::cout << it->second;
   if (!it->second.empty() && it->second.back() != '\n')
     std::cout << "\n";

@@ -80,6 +80,16 @@ xrewrite "$WORK/mt.pt" -s "$WORK/forced.json" --check -q || rc=$?
 xrewrite "$WORK/mt.pt" -s "$WORK/mt-forced.json" --check -q || fail "mix_tokens rewrite is not idempotent"
 expect_error 2 "mt-forced\.json: error: the schedule was made for method 'mix_tokens', not 'forward'" -- \
   xrewrite "$XALLOC_SAMPLES/mixer.pt" --method forward -s "$WORK/mt-forced.json" --check
+# Rewriting forward too keeps both schedules in the model, one per method.
+xrewrite "$WORK/mt.pt" -s "$WORK/forced.json" -o "$WORK/mt-both.pt" -q
+xrewrite "$WORK/mt-both.pt" -s "$WORK/mt-forced.json" --check -q || fail "forward's rewrite undid mix_tokens'"
+shown_method() { xrewrite --show "$WORK/mt-both.pt" "$@" | python3 -c 'import json, sys; print(json.load(sys.stdin)["model"]["method"])'; }
+xrewrite --show "$WORK/mt.pt" | python3 -c 'import json, sys; assert json.load(sys.stdin) == json.load(open(sys.argv[1]))' \
+  "$WORK/mt-forced.json" || fail "--show of a model with one rewritten method"
+[[ $(shown_method) == forward && $(shown_method --method mix_tokens) == mix_tokens ]] ||
+  fail "--show: $(shown_method) and $(shown_method --method mix_tokens)"
+expect_error 2 "mt-both\.pt: error: no schedule stored for method 'encode' \(stored: forward, mix_tokens\)" -- \
+  xrewrite --show "$WORK/mt-both.pt" --method encode
 
 # The fast form: the same sites as async conversions (xalloc::contiguous_async + aten::wait).
 python3 - "$WORK/forced.json" "$WORK/forced-async.json" <<'PY'

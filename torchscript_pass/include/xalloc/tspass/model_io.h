@@ -11,8 +11,14 @@ namespace xalloc::tspass {
 
 /// Extra file holding the example inputs xprof feeds a model (written by samples/*/script.py).
 inline constexpr const char* kExampleInputsFile = "xalloc/example_inputs.json";
-/// Extra file holding the schedule xrewrite applied.
+/// Extra file holding the schedule xrewrite applied to forward.
 inline constexpr const char* kScheduleFile = "xalloc/schedule.json";
+
+/// Extra file holding the schedule xrewrite applied to `method`: kScheduleFile for forward,
+/// `xalloc/schedule.METHOD.json` for any other, so rewriting a second method keeps the first's.
+inline std::string scheduleFileFor(const std::string& method) {
+  return method == "forward" ? kScheduleFile : "xalloc/schedule." + method + ".json";
+}
 
 struct LoadedModel {
   torch::jit::Module module;
