@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A real async decision, which needs a core left idle: its own test, which CTest runs with both
+# cores to itself (PROCESSORS 2), since another test on the second core takes the idle time away.
+source "$(dirname "$0")/lib.sh"
+
+if [[ $(nproc) -lt 2 ]]; then
+  echo "cli.overlap: skipped (one core: no idle core to hide a conversion on)"
+  exit 77
+fi
+
+# A real async decision: in the overlap model an independent branch runs between a transpose and
+# its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it
+# on the side worker, bit-identical to the original.
+xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" | xcost | xsched -o "$WORK/overlap.json"
+python3 - "$WORK/overlap.json" <<'PY' || fail "overlap: no async decision"
+import json, sys
+s = json.load(open(sys.argv[1]))
+a = [d for d in s["decisions"] if d["action"] == "async"]
+assert len(a) == 1 and a[0]["anchor"]["expr"] == "x.transpose(1, 2)", s["decisions"]
+w = {e["id"]: e for e in s["gpu_idle_events"]}[a[0]["window_id"]]
+assert w["after_op_id"] >= a[0]["producer"] and w["before_op_id"] <= min(a[0]["consumers"]), w
+assert s["summary"]["optimal"] is True
+PY
+xrewrite "$XALLOC_SAMPLES/overlap.pt" -s "$WORK/overlap.json" --form fast -o "$WORK/overlap.fast.pt" -q
+if [[ -n "${XALLOC_PYTHON_PATH:-}" ]]; then
+  same_outputs "$XALLOC_SAMPLES/overlap.pt" "$WORK/overlap.fast.pt" >/dev/null ||
+    fail "overlap: fast rewrite differs"
+fi
+# A fast-form model can be profiled again: the runner waits on the side worker's future.
+xprof "$WORK/overlap.fast.pt" "${QUICK[@]}" --no-consumers -o "$WORK/overlap.fast.json"
+grep -q '"kind": *"xalloc::contiguous_async"' "$WORK/overlap.fast.json" ||
+  fail "overlap: the fast model's profile lacks the async op"
+xrewrite --show "$WORK/overlap.fast.pt" >"$WORK/overlap.shown.json"
+grep -Eq '"action": ?"async"' "$WORK/overlap.shown.json" ||
+  fail "overlap: the stored schedule has no async decision"
+echo "cli.overlap: ok"
