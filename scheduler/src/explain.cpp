@@ -1,6 +1,8 @@
 // explainSchedule: the --explain table, one line per site, and the summary.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "xalloc/scheduler/decide.h"
 
@@ -15,18 +17,34 @@ std::string fmt(const char* format, double a, double b) {
   return buf;
 }
 
+// Pads to `width`; a longer text keeps its start and ends in "...".
 std::string padded(std::string s, std::size_t width) {
   if (s.size() > width)
     s = s.substr(0, width - 3) + "...";
   s.resize(width, ' ');
   return s;
 }
+
+// Pads to `width`; a longer text keeps its end (a site's file:line keeps its line number).
+std::string paddedTail(std::string s, std::size_t width) {
+  if (s.size() > width)
+    s = "..." + s.substr(s.size() - (width - 3));
+  s.resize(width, ' ');
+  return s;
+}
+
+// A column as wide as its widest cell, between its header's width and `most`.
+std::size_t columnWidth(const std::vector<std::string>& cells, std::size_t least,
+                        std::size_t most) {
+  std::size_t w = least;
+  for (const auto& c : cells)
+    w = std::max(w, c.size());
+  return std::min(w, most);
+}
 } // namespace
 
 std::string explainSchedule(const formats::Schedule& s) {
-  std::ostringstream out;
-  out << padded("site", 22) << " " << padded("expression", 34) << " " << padded("sizes", 16) << " "
-      << padded("action", 7) << "  cost ms  save ms  why\n";
+  std::vector<std::string> sites, exprs, sizes;
   for (const auto& d : s.decisions) {
     // A site without an anchor (an op libtorch runs for a program's call) shows the line of the
     // call that ran it; one without an expression (a part of a `chunk`) shows the op.
@@ -46,13 +64,24 @@ std::string explainSchedule(const formats::Schedule& s) {
     }
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);
-    where += ":" + std::to_string(line);
-    std::string sizes = "[";
+    sites.push_back(where + ":" + std::to_string(line));
+    exprs.push_back(expr);
+    std::string sz = "[";
     for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
-      sizes += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
-    sizes += "]";
-    out << padded(where, 22) << " " << padded(expr, 34) << " " << padded(sizes, 16) << " "
-        << padded(formats::actionName(d.action), 7) << " "
+      sz += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
+    sizes.push_back(sz + "]");
+  }
+  const std::size_t site_w = columnWidth(sites, 22, 40);
+  const std::size_t expr_w = columnWidth(exprs, 34, 56);
+  const std::size_t sizes_w = columnWidth(sizes, 16, 24);
+
+  std::ostringstream out;
+  out << padded("site", site_w) << " " << padded("expression", expr_w) << " "
+      << padded("sizes", sizes_w) << " " << padded("action", 7) << "  cost ms  save ms  why\n";
+  for (std::size_t i = 0; i < s.decisions.size(); ++i) {
+    const auto& d = s.decisions[i];
+    out << paddedTail(sites[i], site_w) << " " << padded(exprs[i], expr_w) << " "
+        << padded(sizes[i], sizes_w) << " " << padded(formats::actionName(d.action), 7) << " "
         << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
         << "\n";
   }

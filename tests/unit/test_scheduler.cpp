@@ -327,6 +327,16 @@ TEST(Scheduler, ExplainNamesEverySite) {
   EXPECT_NE(text.find("sync"), std::string::npos);
   EXPECT_NE(text.find("remove"), std::string::npos);
   EXPECT_NE(text.find("predicted 4.2000"), std::string::npos);
+
+  // Columns widen to their content; a file name too long for its column loses its start, not
+  // the line number.
+  s.decisions[0].anchor.file = "/src/" + std::string(60, 'a') + "_layers.py";
+  s.decisions[0].anchor.line = 225;
+  text = explainSchedule(s);
+  EXPECT_NE(text.find("\n..." + std::string(23, 'a') + "_layers.py:225 blocks.0.fc: "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("/src/"), std::string::npos) << text;
 }
 
 TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
