@@ -2,9 +2,14 @@
 // keys its answers by them too).
 #include "xalloc/profiler/device_info.h"
 
+#include <dlfcn.h>
 #include <fstream>
+#include <limits.h>
+#include <link.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace xalloc::profiler {
@@ -65,6 +70,28 @@ formats::CacheInfo cpuCaches() {
   c.l2_bytes = cacheSize(2, false);
   c.l3_bytes = cacheSize(3, false);
   return c;
+}
+
+std::string mathLibraries() {
+  std::string out;
+  for (const char* name : {"libblas.so.3", "liblapack.so.3", "libdnnl.so.2"}) {
+    // Already loaded (xprof-core, through libtorch), or loaded here the way libtorch would find
+    // it (the launcher); left loaded, as a BLAS's own threads may not survive an unload.
+    void* h = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h == nullptr)
+      h = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL);
+    struct link_map* map = nullptr;
+    if (h == nullptr || ::dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr ||
+        map->l_name == nullptr)
+      continue;
+    char real[PATH_MAX];
+    std::string path = ::realpath(map->l_name, real) != nullptr ? real : map->l_name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+      path += "@" + std::to_string(st.st_size);
+    out += (out.empty() ? "" : ";") + path;
+  }
+  return out;
 }
 
 } // namespace xalloc::profiler

@@ -35,7 +35,7 @@ std::string scopeDevice() {
 }
 
 std::string scopeLibrary() {
-  return std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion;
+  return std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion + "|" + mathLibraries();
 }
 
 // Size and modification time of a file: a rebuilt xprof-core starts with no stored answers.

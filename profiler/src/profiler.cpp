@@ -157,7 +157,8 @@ private:
   }
 
   // The device fingerprint scopes the database: measurements from another CPU, core count,
-  // thread count or cache size never count here.
+  // thread count or cache size never count here, nor those taken on another BLAS (Debian's
+  // reference BLAS and OpenBLAS differ ten-fold in a linear, and in its output bits).
   void openDb() {
     if (!o_.use_db)
       return;
@@ -167,7 +168,7 @@ private:
         "|threads=" + std::to_string(d.threads) + "|caches=" + std::to_string(d.caches.l1d_bytes) +
         "," + std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
     std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion +
-                          "|method " + std::to_string(kMeasureMethod);
+                          "|method " + std::to_string(kMeasureMethod) + "|" + mathLibraries();
     db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                      device, library);
     db_device_ = device;

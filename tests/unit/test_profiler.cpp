@@ -102,6 +102,25 @@ TEST_P(RunnerMatchesJit, SameOutputsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Samples, RunnerMatchesJit,
                          ::testing::Values("minigpt", "mixer", "redundant", "control"));
 
+// The math libraries scope the timing database: here, with libtorch loaded, they are the files
+// it runs on, each existing with the size given, and asking again gives the same answer.
+TEST(Profiler, MathLibrariesNameTheFilesLibtorchRunsOn) {
+  const std::string libs = profiler::mathLibraries();
+  EXPECT_NE(libs.find("blas"), std::string::npos) << libs;
+  std::size_t start = 0;
+  while (start < libs.size()) {
+    const std::size_t end = std::min(libs.find(';', start), libs.size());
+    const std::string entry = libs.substr(start, end - start);
+    const std::size_t at = entry.rfind('@');
+    ASSERT_NE(at, std::string::npos) << entry;
+    const std::string path = entry.substr(0, at);
+    EXPECT_EQ(path, std::filesystem::canonical(path).string());
+    EXPECT_EQ(std::to_string(std::filesystem::file_size(path)), entry.substr(at + 1)) << entry;
+    start = end + 1;
+  }
+  EXPECT_EQ(profiler::mathLibraries(), libs);
+}
+
 TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   formats::Profile p = profiler::profileModel(quickOptions("mixer"));
   EXPECT_EQ(p.model.format, "torchscript");

@@ -17,6 +17,11 @@ std::string cpuName();
 /// L1 data, L2 and L3 sizes from sysfs (0 where unknown).
 formats::CacheInfo cpuCaches();
 
+/// The BLAS, LAPACK and oneDNN libraries libtorch runs on, as the files they resolve to (a
+/// Debian alternative, LD_LIBRARY_PATH) with their sizes: "path@bytes;...". A consumer's timing,
+/// and whether a contiguous input changes its output bits, depend on them; a copy's do not.
+std::string mathLibraries();
+
 /// Bytes per second (in GB/s, 1e9) that a plain contiguous copy of a buffer larger than the last
 /// level cache achieves: median of several copies.
 double measureCopyBandwidthGbps();

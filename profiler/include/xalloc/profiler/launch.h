@@ -6,11 +6,12 @@
 // An invocation is keyed by its arguments (less -o and -q), the working directory, the contents
 // of every argument that names a file (the model, an input file; not the output nor the
 // database), the thread environment, and the scope: the CPU (name, cores, caches), libtorch's
-// and x-allocator's versions and xprof-core's own file (a rebuilt core starts afresh). The
-// launcher passes the key to xprof-core in XPROF_LAUNCH_KEY; xprof-core, when it has a finished
-// profile in the database (the database on, no --trace), stores under the key where that
-// profile is. The launcher reads it from there and writes it as xprof-core writes a reused
-// profile, so the two answers are the same bytes, also after xprof-core replaced the profile.
+// and x-allocator's versions, the BLAS, LAPACK and oneDNN files the loader finds, and xprof-core's
+// own file (a rebuilt core starts afresh). The launcher passes the key to xprof-core in
+// XPROF_LAUNCH_KEY; xprof-core, when it has a finished profile in the database (the database on, no
+// --trace), stores under the key where that profile is. The launcher reads it from there and writes
+// it as xprof-core writes a reused profile, so the two answers are the same bytes, also after
+// xprof-core replaced the profile.
 #pragma once
 
 #include <optional>
