@@ -183,12 +183,15 @@ json toJson(const CacheInfo& v) {
 }
 
 json toJson(const DeviceInfo& v) {
-  return json{{"type", v.type},
-              {"name", v.name},
-              {"threads", v.threads},
-              {"cores", v.cores},
-              {"copy_bandwidth_gbps", v.copy_bandwidth_gbps},
-              {"caches", toJson(v.caches)}};
+  json j{{"type", v.type},
+         {"name", v.name},
+         {"threads", v.threads},
+         {"cores", v.cores},
+         {"copy_bandwidth_gbps", v.copy_bandwidth_gbps},
+         {"caches", toJson(v.caches)}};
+  if (!v.libraries.empty())
+    j["libraries"] = v.libraries;
+  return j;
 }
 
 DeviceInfo readDeviceInfo(const JsonReader& r) {
@@ -203,6 +206,7 @@ DeviceInfo readDeviceInfo(const JsonReader& r) {
     d.caches.l2_bytes = c->getInt("l2_bytes", 0);
     d.caches.l3_bytes = c->getInt("l3_bytes", 0);
   }
+  d.libraries = r.getString("libraries", "");
   return d;
 }
 

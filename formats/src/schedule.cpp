@@ -92,6 +92,8 @@ json toJson(const Schedule& s) {
   j["schema_version"] = kScheduleVersion;
   j["tool"] = {{"name", "xsched"}, {"version", s.tool_version}};
   j["model"] = toJson(s.model);
+  if (s.device)
+    j["device"] = toJson(*s.device);
   j["ops"] = json::array();
   for (const auto& op : s.ops)
     j["ops"].push_back(toJson(op));
@@ -127,6 +129,8 @@ Schedule readSchedule(const JsonReader& r) {
   if (auto t = r.find("tool"))
     s.tool_version = t->getString("version", "");
   s.model = readModelInfo(r.at("model"));
+  if (auto d = r.find("device"))
+    s.device = readDeviceInfo(*d);
   r.at("ops").forEach([&](const JsonReader& e) { s.ops.push_back(readOp(e)); });
   r.at("gpu_idle_events").forEach([&](const JsonReader& e) {
     s.gpu_idle_events.push_back(readIdleEvent(e));

@@ -25,6 +25,7 @@ formats::DeviceInfo describeCpu(bool measure_bandwidth) {
   d.threads = at::get_num_threads();
   d.cores = availableCpus();
   d.caches = cpuCaches();
+  d.libraries = mathLibraries();
   if (measure_bandwidth)
     d.copy_bandwidth_gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
   return d;

@@ -1,15 +1,18 @@
 // xrewrite for TorchScript models: anchors -> graph edits -> verified, atomically saved model.
 #include "torchscript_rewrite.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <vector>
 
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/rewriter/text_diff.h"
@@ -39,6 +42,38 @@ void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s
 }
 
 // "a/model.pt::forward" like git; absolute paths keep no prefix.
+// A schedule's savings were measured on the BLAS of the machine that profiled it; under another
+// (the reference BLAS against OpenBLAS) a linear runs ten times faster or slower, and what pays
+// there may not pay here. Verification still guards the bits; this warns about the speed.
+void warnIfOtherMathLibraries(const formats::Schedule& schedule, const std::string& where) {
+  if (!schedule.device || schedule.device->libraries.empty())
+    return;
+  const std::string here = profiler::mathLibraries();
+  if (here.empty() || here == schedule.device->libraries)
+    return;
+  // The first library that differs, by its path (without the size).
+  auto entries = [](const std::string& s) {
+    std::vector<std::string> out;
+    for (std::size_t start = 0; start < s.size();) {
+      const std::size_t end = std::min(s.find(';', start), s.size());
+      const std::string e = s.substr(start, end - start);
+      out.push_back(e.substr(0, e.rfind('@')));
+      start = end + 1;
+    }
+    return out;
+  };
+  const auto then = entries(schedule.device->libraries), now = entries(here);
+  std::string was = then.empty() ? "" : then[0], is = now.empty() ? "" : now[0];
+  for (std::size_t i = 0; i < std::min(then.size(), now.size()); ++i)
+    if (then[i] != now[i]) {
+      was = then[i];
+      is = now[i];
+      break;
+    }
+  printWarning(where, "the schedule was profiled on other math libraries (" + was + ", here " + is +
+                          "): its savings may not hold here; profile again on this machine");
+}
+
 std::string diffLabel(const char* prefix, const std::string& path, const std::string& method) {
   return (path.empty() || path[0] == '/' ? "" : prefix) + path + "::" + method;
 }
@@ -85,6 +120,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   std::vector<c10::IValue> fixed;
   if (o.verify && !o.input_file.empty() && !o.output.empty())
     fixed = profiler::parseInputFile(readFile(o.input_file), o.input_file);
+  warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
                            " (another file); decisions are matched by source anchor");

@@ -454,6 +454,7 @@ std::int64_t smallestFeasiblePeak(const Profile& p, const std::vector<Candidate>
 formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, const SchedOptions& o) {
   formats::Schedule s;
   s.model = p.model;
+  s.device = p.device;
   s.ops = p.ops;
   s.gpu_idle_events = p.gpu_idle_events;
   std::vector<Candidate> cands = Decider(p, cost, o).decideAll();

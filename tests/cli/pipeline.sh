@@ -306,6 +306,17 @@ import json, sys
 s = json.load(open(sys.argv[1]))["settings"]
 assert not s["reused_profile"] and s["db_misses"] > 0, s
 PY
+  # The profile and its schedule name the BLAS; rewriting elsewhere warns that the savings were
+  # measured there, and rewriting where it was profiled does not.
+  grep -q "otherblas/libblas.so.3@" "$WORK/db4.json" || fail "the profile does not name its BLAS"
+  xcost "$WORK/db4.json" | xsched --profile "$WORK/db4.json" -o "$WORK/db4-schedule.json"
+  validate "$WORK/db4.json" "$WORK/db4-schedule.json" || fail "documents naming a BLAS do not validate"
+  xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/db4-schedule.json" --diff -q >/dev/null 2>"$WORK/blas.err"
+  grep -qF "db4-schedule.json: warning: the schedule was profiled on other math libraries ($WORK/otherblas/libblas.so.3, here $(readlink -f "$blas"))" \
+    "$WORK/blas.err" || fail "no warning about another BLAS: $(cat "$WORK/blas.err")"
+  LD_LIBRARY_PATH="$WORK/otherblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    xrewrite "$XALLOC_SAMPLES/mixer.pt" -s "$WORK/db4-schedule.json" --diff -q >/dev/null 2>"$WORK/blas2.err"
+  [[ ! -s "$WORK/blas2.err" ]] || fail "a warning on the BLAS profiled with: $(cat "$WORK/blas2.err")"
 fi
 
 # Off a terminal there is no progress bar: one summary line on stderr.

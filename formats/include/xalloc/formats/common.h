@@ -83,6 +83,9 @@ struct DeviceInfo {
   std::int64_t cores = 1;         // logical cores the process may use
   double copy_bandwidth_gbps = 0; // measured plain contiguous copy (read + write bytes / s)
   CacheInfo caches;
+  /// The BLAS, LAPACK and oneDNN files libtorch ran on ("path@bytes;..."; empty when unknown):
+  /// a consumer's timing and output bits depend on them.
+  std::string libraries;
 };
 
 /// One executed op of the profiled program.

@@ -50,6 +50,8 @@ struct ScheduleSummary {
 struct Schedule {
   std::string tool_version;
   ModelInfo model;
+  /// The device the profile was taken on (its timings are for it); absent in older schedules.
+  std::optional<DeviceInfo> device;
   std::vector<Op> ops;
   std::vector<IdleEvent> gpu_idle_events;
   std::vector<Decision> decisions;
