@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
         xalloc::emitDocument(inv.output, {}, xalloc::formats::toJson(*hit));
         if (!inv.quiet && !inv.output.empty() && inv.output != "-")
           std::fprintf(stderr, "%s -> %s\n", launch::summaryLine(*hit).c_str(), inv.output.c_str());
+        if (const std::string note = launch::referenceBlasNote(*hit); !inv.quiet && !note.empty())
+          xalloc::printNote(hit->model.path, note);
         return xalloc::kExitOk;
       });
     }

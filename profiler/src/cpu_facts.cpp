@@ -2,6 +2,7 @@
 // keys its answers by them too).
 #include "xalloc/profiler/device_info.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 #include <fstream>
 #include <limits.h>
@@ -92,6 +93,20 @@ std::string mathLibraries() {
     out += (out.empty() ? "" : ";") + path;
   }
   return out;
+}
+
+std::string referenceBlas(const std::string& libraries) {
+  for (std::size_t start = 0; start < libraries.size();) {
+    const std::size_t end = std::min(libraries.find(';', start), libraries.size());
+    const std::string entry = libraries.substr(start, end - start);
+    const std::string path = entry.substr(0, entry.rfind('@'));
+    const std::size_t slash = path.rfind('/');
+    if (slash != std::string::npos && slash >= 5 && path.compare(slash - 5, 5, "/blas") == 0 &&
+        path.compare(slash + 1, 11, "libblas.so.") == 0)
+      return path;
+    start = end + 1;
+  }
+  return "";
 }
 
 } // namespace xalloc::profiler

@@ -125,6 +125,15 @@ std::optional<formats::Profile> reusedProfile(const std::string& body, const std
   return p;
 }
 
+std::string referenceBlasNote(const formats::Profile& p) {
+  const std::string blas = referenceBlas(p.device.libraries);
+  if (blas.empty())
+    return "";
+  return "libtorch runs on the reference BLAS (" + blas +
+         "); an optimized one (apt-get install libopenblas0-pthread) runs linears about ten "
+         "times faster, and changes which conversions pay: profile again after installing it";
+}
+
 std::string summaryLine(const formats::Profile& p) {
   std::size_t noncontig = 0;
   for (const auto& r : p.records)

@@ -25,6 +25,10 @@ int runXprof(XprofOptions o) {
   emitDocument(o.output, {}, formats::toJson(p));
   if (!o.quiet && !o.output.empty() && o.output != "-")
     std::cerr << launch::summaryLine(p) << " -> " << o.output << "\n";
+  // The reference BLAS makes every linear several times slower than any layout costs, and
+  // makes transposed weights look worth converting; the user should know.
+  if (const std::string note = launch::referenceBlasNote(p); !o.quiet && !note.empty())
+    printNote(o.profile.model, note);
   return kExitOk;
 }
 

@@ -319,9 +319,16 @@ PY
   [[ ! -s "$WORK/blas2.err" ]] || fail "a warning on the BLAS profiled with: $(cat "$WORK/blas2.err")"
 fi
 
-# Off a terminal there is no progress bar: one summary line on stderr.
-[[ $(wc -l <"$WORK/db1.err") -eq 1 ]] && grep -q '^xprof: .* ops, .* idle windows' "$WORK/db1.err" ||
+# Off a terminal there is no progress bar: one summary line on stderr, and a note when libtorch
+# runs on Debian's reference BLAS.
+[[ $(grep -vc ': note: ' "$WORK/db1.err") -eq 1 ]] && grep -q '^xprof: .* ops, .* idle windows' "$WORK/db1.err" ||
   fail "unexpected stderr: $(cat "$WORK/db1.err")"
+if [[ -n "$blas" && $(readlink -f "$blas") == */blas/libblas.so* ]]; then
+  grep -q "mixer.pt: note: libtorch runs on the reference BLAS ($(readlink -f "$blas"))" "$WORK/db1.err" ||
+    fail "no note on the reference BLAS: $(cat "$WORK/db1.err")"
+else
+  ! grep -q 'reference BLAS' "$WORK/db1.err" || fail "a reference-BLAS note for $blas"
+fi
 ! grep -q $'\r' "$WORK/db1.err" || fail "progress bar drawn off a terminal"
 
 # xcost predict answers layouts line by line.

@@ -121,6 +121,22 @@ TEST(Profiler, MathLibrariesNameTheFilesLibtorchRunsOn) {
   EXPECT_EQ(profiler::mathLibraries(), libs);
 }
 
+// Debian's reference BLAS is the alternative in a blas/ directory; OpenBLAS, BLIS or a copy
+// elsewhere are not, nor is the reference LAPACK.
+TEST(Profiler, ReferenceBlasIsDebiansBlasAlternative) {
+  const std::string ref = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0";
+  EXPECT_EQ(profiler::referenceBlas(ref + "@1000;/usr/lib/x86_64-linux-gnu/lapack/"
+                                          "liblapack.so.3.11.0@2000"),
+            ref);
+  EXPECT_EQ(profiler::referenceBlas("/l/lapack/liblapack.so.3@1;" + ref), ref);
+  EXPECT_EQ(profiler::referenceBlas("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3@1;"
+                                    "/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3@2"),
+            "");
+  EXPECT_EQ(profiler::referenceBlas("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3@1"), "");
+  EXPECT_EQ(profiler::referenceBlas("/tmp/otherblas/libblas.so.3@1"), "");
+  EXPECT_EQ(profiler::referenceBlas(""), "");
+}
+
 TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   formats::Profile p = profiler::profileModel(quickOptions("mixer"));
   EXPECT_EQ(p.model.format, "torchscript");

@@ -22,6 +22,10 @@ formats::CacheInfo cpuCaches();
 /// and whether a contiguous input changes its output bits, depend on them; a copy's do not.
 std::string mathLibraries();
 
+/// The BLAS named in mathLibraries() when it is Debian's reference implementation (the
+/// `libblas3` alternative in a `blas/` directory), else "".
+std::string referenceBlas(const std::string& libraries);
+
 /// Bytes per second (in GB/s, 1e9) that a plain contiguous copy of a buffer larger than the last
 /// level cache achieves: median of several copies.
 double measureCopyBandwidthGbps();

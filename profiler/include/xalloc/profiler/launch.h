@@ -58,4 +58,8 @@ std::optional<formats::Profile> reusedProfile(const std::string& body, const std
 /// xprof's summary on stderr, up to " -> OUTPUT".
 std::string summaryLine(const formats::Profile& p);
 
+/// The note xprof prints when the profile ran on Debian's reference BLAS (linears several times
+/// slower than with an optimized one, which changes what pays); "" otherwise.
+std::string referenceBlasNote(const formats::Profile& p);
+
 } // namespace xalloc::profiler::launch
