@@ -95,16 +95,27 @@ std::string mathLibraries() {
   return out;
 }
 
-std::string referenceBlas(const std::string& libraries) {
+std::vector<std::string> splitLibraries(const std::string& libraries) {
+  std::vector<std::string> out;
   for (std::size_t start = 0; start < libraries.size();) {
     const std::size_t end = std::min(libraries.find(';', start), libraries.size());
-    const std::string entry = libraries.substr(start, end - start);
-    const std::string path = entry.substr(0, entry.rfind('@'));
+    out.push_back(libraries.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string libraryPath(const std::string& entry) {
+  return entry.substr(0, entry.rfind('@'));
+}
+
+std::string referenceBlas(const std::string& libraries) {
+  for (const auto& entry : splitLibraries(libraries)) {
+    const std::string path = libraryPath(entry);
     const std::size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash >= 5 && path.compare(slash - 5, 5, "/blas") == 0 &&
         path.compare(slash + 1, 11, "libblas.so.") == 0)
       return path;
-    start = end + 1;
   }
   return "";
 }

@@ -41,7 +41,6 @@ void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s
   }
 }
 
-// "a/model.pt::forward" like git; absolute paths keep no prefix.
 // A schedule's savings were measured on the BLAS of the machine that profiled it; under another
 // (the reference BLAS against OpenBLAS) a linear runs ten times faster or slower, and what pays
 // there may not pay here. Verification still guards the bits; this warns about the speed.
@@ -51,29 +50,20 @@ void warnIfOtherMathLibraries(const formats::Schedule& schedule, const std::stri
   const std::string here = profiler::mathLibraries();
   if (here.empty() || here == schedule.device->libraries)
     return;
-  // The first library that differs, by its path (without the size).
-  auto entries = [](const std::string& s) {
-    std::vector<std::string> out;
-    for (std::size_t start = 0; start < s.size();) {
-      const std::size_t end = std::min(s.find(';', start), s.size());
-      const std::string e = s.substr(start, end - start);
-      out.push_back(e.substr(0, e.rfind('@')));
-      start = end + 1;
-    }
-    return out;
-  };
-  const auto then = entries(schedule.device->libraries), now = entries(here);
-  std::string was = then.empty() ? "" : then[0], is = now.empty() ? "" : now[0];
-  for (std::size_t i = 0; i < std::min(then.size(), now.size()); ++i)
-    if (then[i] != now[i]) {
-      was = then[i];
-      is = now[i];
-      break;
-    }
-  printWarning(where, "the schedule was profiled on other math libraries (" + was + ", here " + is +
+  // The first library that differs: another file, or the same one changed since.
+  const auto then = profiler::splitLibraries(schedule.device->libraries);
+  const auto now = profiler::splitLibraries(here);
+  std::size_t i = 0;
+  while (i < std::min(then.size(), now.size()) && then[i] == now[i])
+    ++i;
+  const std::string was = i < then.size() ? profiler::libraryPath(then[i]) : "none";
+  const std::string is = i < now.size() ? profiler::libraryPath(now[i]) : "none";
+  printWarning(where, "the schedule was profiled on other math libraries (" +
+                          (was == is ? was + ", changed since" : was + ", here " + is) +
                           "): its savings may not hold here; profile again on this machine");
 }
 
+// "a/model.pt::forward" like git; absolute paths keep no prefix.
 std::string diffLabel(const char* prefix, const std::string& path, const std::string& method) {
   return (path.empty() || path[0] == '/' ? "" : prefix) + path + "::" + method;
 }

@@ -1,6 +1,7 @@
 // profiler on the scripted samples: the interpreter reproduces the JIT's results, the profile
 // records what the design promises, and profile -> cost -> schedule -> rewrite keeps outputs
 // bit-identical.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -107,16 +108,14 @@ INSTANTIATE_TEST_SUITE_P(Samples, RunnerMatchesJit,
 TEST(Profiler, MathLibrariesNameTheFilesLibtorchRunsOn) {
   const std::string libs = profiler::mathLibraries();
   EXPECT_NE(libs.find("blas"), std::string::npos) << libs;
-  std::size_t start = 0;
-  while (start < libs.size()) {
-    const std::size_t end = std::min(libs.find(';', start), libs.size());
-    const std::string entry = libs.substr(start, end - start);
-    const std::size_t at = entry.rfind('@');
-    ASSERT_NE(at, std::string::npos) << entry;
-    const std::string path = entry.substr(0, at);
+  const auto entries = profiler::splitLibraries(libs);
+  EXPECT_EQ(entries.size(),
+            static_cast<std::size_t>(std::count(libs.begin(), libs.end(), ';') + 1));
+  for (const auto& entry : entries) {
+    const std::string path = profiler::libraryPath(entry);
+    ASSERT_LT(path.size(), entry.size()) << entry;
     EXPECT_EQ(path, std::filesystem::canonical(path).string());
-    EXPECT_EQ(std::to_string(std::filesystem::file_size(path)), entry.substr(at + 1)) << entry;
-    start = end + 1;
+    EXPECT_EQ(entry, path + "@" + std::to_string(std::filesystem::file_size(path)));
   }
   EXPECT_EQ(profiler::mathLibraries(), libs);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "xalloc/formats/common.h"
 
@@ -21,6 +22,12 @@ formats::CacheInfo cpuCaches();
 /// Debian alternative, LD_LIBRARY_PATH) with their sizes: "path@bytes;...". A consumer's timing,
 /// and whether a contiguous input changes its output bits, depend on them; a copy's do not.
 std::string mathLibraries();
+
+/// The entries of a mathLibraries() string ("path@bytes" each).
+std::vector<std::string> splitLibraries(const std::string& libraries);
+
+/// An entry's path, without its size.
+std::string libraryPath(const std::string& entry);
 
 /// The BLAS named in mathLibraries() when it is Debian's reference implementation (the
 /// `libblas3` alternative in a `blas/` directory), else "".
