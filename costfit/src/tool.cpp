@@ -116,6 +116,8 @@ int runPredict(const XcostOptions& o) {
     throw InputError("xcost",
                      "--model: '" + o.predict_model + "' is not one of auto, stride, classic");
   formats::Cost cost = formats::loadCost(o.cost);
+  if (dropStaleStrideModels(cost))
+    printWarning(o.cost, kStaleStrideModel);
   if (o.predict_model == "classic")
     cost.stride_model.clear();
   if (o.predict_model != "auto")

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "xalloc/costfit/stride.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
@@ -105,6 +106,9 @@ int runXsched(const XschedOptions& o) {
       o.cost.empty() || o.cost == "-"
           ? formats::costFromJson(fromStream().require(formats::DocKind::Cost), fromStream().name())
           : formats::loadCost(o.cost);
+  if (costfit::dropStaleStrideModels(cost))
+    printWarning(o.cost.empty() || o.cost == "-" ? fromStream().name() : o.cost,
+                 costfit::kStaleStrideModel);
 
   if (!profile.model.sha256.empty() && !cost.model.sha256.empty() &&
       profile.model.sha256 != cost.model.sha256 && !o.foreign_cost)

@@ -342,6 +342,15 @@ for m in stride classic; do
     xcost predict --cost "$WORK/mixer/cost.json" --model $m | grep -q "\"model\":\"$m\"" ||
     fail "predict --model $m did not answer with that model"
 done
+# A cost.json from an older xcost (other feature names): its stride model is not used with the
+# wrong columns; both tools say so and predict with the classic model.
+sed 's/"ramp_L3"/"w_L3"/' "$WORK/mixer/cost.json" >"$WORK/old-cost.json"
+echo '{"sizes":[96,64],"strides":[1,96],"dtype":"float32"}' |
+  xcost predict --cost "$WORK/old-cost.json" 2>"$WORK/old.err" | grep -q '"model":"classic"' ||
+  fail "a stale stride model was used"
+xsched --profile "$WORK/mixer/profile.json" --cost "$WORK/old-cost.json" -o /dev/null 2>>"$WORK/old.err"
+[[ $(grep -c "old-cost.json: warning: the stride model was fitted on other features" "$WORK/old.err") -eq 2 ]] ||
+  fail "no warning about a stale stride model: $(cat "$WORK/old.err")"
 
 # A calibration sweep of the same machine widens the fit (xcost --train): more samples shape the
 # models, the cost table keeps the profile's own layouts, and a layout both have counts once.

@@ -1,11 +1,13 @@
 // costfit: the classic least-squares fit recovers known coefficients, degrades gracefully with
 // too few layouts, never predicts below the copy-bandwidth floor, and reports held-out error.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
 
 #include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/stride.h"
 
 using namespace xalloc;
 using namespace xalloc::costfit;
@@ -133,4 +135,18 @@ TEST(Costfit, FitCostGroupsByDeviceAndDtypeAndPredictorPrefersMeasurements) {
   EXPECT_NEAR(modeled->ms, truth(contiguousLayout({3000, 3})),
               0.2 * truth(contiguousLayout({3000, 3})));
   EXPECT_FALSE(classic.predict(contiguousLayout({10}, "int64")).has_value());
+
+  // A stride model fitted on other features (an older xcost's w_L3 step) is dropped, and the
+  // classic model answers; one fitted on this xcost's features stays.
+  formats::Cost current = cost;
+  EXPECT_FALSE(dropStaleStrideModels(current));
+  EXPECT_EQ(current.stride_model.size(), 1u);
+  formats::Cost older = cost;
+  std::replace(older.stride_model[0].features.begin(), older.stride_model[0].features.end(),
+               std::string("ramp_L3"), std::string("w_L3"));
+  EXPECT_TRUE(dropStaleStrideModels(older));
+  EXPECT_TRUE(older.stride_model.empty());
+  auto fallback = CostPredictor(older).predict(contiguousLayout({3000, 3}));
+  ASSERT_TRUE(fallback);
+  EXPECT_EQ(fallback->model, "classic");
 }

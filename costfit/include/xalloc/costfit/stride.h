@@ -11,9 +11,10 @@
 //                         contiguous in both source and destination
 //   numel1/2/4/8          elements, by element size
 //   bytes                 bytes written
-//   w_L2, w_L3            bytes written when what must stay cached from one conversion to the
-//                         next (source lines, output, and the paired plain copy timed in
-//                         between) exceeds L2 / L3
+//   ramp_L2, ramp_L3      bytes written, times the share that spills from L2 / L3: what must
+//                         stay cached from one conversion to the next (source lines, output,
+//                         and the paired plain copy timed in between) against the cache, rising
+//                         with log2 from 0 at half the cache to 1 at the whole cache
 //   m1, m2_*, m3_*        cache lines the source reads miss in L1/L2/L3 (loop-nest footprint
 //                         model: the outermost loop level whose footprint fits in the cache
 //                         carries reuse; outside it every distinct line is fetched again),
@@ -64,6 +65,14 @@ std::optional<formats::StrideModel> fitStride(const std::vector<Sample>& samples
                                               const formats::CacheInfo& caches, double floor_gbps);
 
 double predictStride(const formats::StrideModel& m, const formats::Layout& layout);
+
+/// Drops the stride models fitted on other features than this xcost computes (a cost.json from
+/// an older xcost, whose coefficients would weigh the wrong columns); predictions then fall back
+/// to the classic model. True when any was dropped (kStaleStrideModel says so to the user).
+bool dropStaleStrideModels(formats::Cost& cost);
+inline constexpr const char* kStaleStrideModel =
+    "the stride model was fitted on other features (an older xcost); predicting with the "
+    "classic model: fit again with xcost";
 
 /// Accuracy of predictions against measured times (APE in percent, Kendall's tau-b).
 formats::FitQuality quality(const std::vector<double>& predicted,
