@@ -297,7 +297,19 @@ private:
     }
     if (src->contiguous) {
       // Converting a tensor that is already contiguous returns that very tensor: removing the
-      // call cannot change results, aliasing or any consumer's speed. It only saves the call.
+      // call cannot change results, aliasing or any consumer's speed. It only saves the call,
+      // unless a consumer needs a contiguous input: then the call guards the shapes not
+      // profiled (GPT-2's merge_heads is contiguous in a one-token decoding step, not in the
+      // prompt's), and xrewrite would refuse the removal anyway.
+      for (const auto& c : r.consumers) {
+        const formats::Op* op = p_.findOp(c.op_id);
+        if (!c.accepts_noncontiguous || (op && op->kind == "aten::view")) {
+          d.reason = (op ? op->kind : "op " + std::to_string(c.op_id)) +
+                     " needs a contiguous input; the input is contiguous at these shapes, but "
+                     "may not be at others";
+          return d;
+        }
+      }
       d.action = Action::Remove;
       d.reason = "the input is already contiguous: the call is pure overhead (" +
                  fmtMs(conv.duration_ms) + ")";

@@ -133,6 +133,17 @@ TEST(Scheduler, NeverRemovesAConversionToAnotherMemoryFormat) {
   out.layout = in.layout;
   out.contiguous = true;
   EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost), 11).action, Action::Remove);
+
+  // ... unless a view reads it: contiguous at the profiled shapes (a one-token decoding step),
+  // the input may not be at others (the prompt), where the view would fail without the call.
+  f.p.ops[4].kind = "aten::view";
+  const Schedule with_view = makeSchedule(f.p, f.cost);
+  const auto& kept = f.decisionFor(with_view, 11);
+  EXPECT_EQ(kept.action, Action::None);
+  EXPECT_NE(kept.reason.find("aten::view needs a contiguous input; the input is contiguous at "
+                             "these shapes, but may not be at others"),
+            std::string::npos)
+      << kept.reason;
 }
 
 TEST(Scheduler, AConstantsConversionIsFreeWhenEveryReaderGains) {
