@@ -1,6 +1,8 @@
 // Input specs and seeded input tensors.
 #include "xalloc/profiler/inputs.h"
 
+#include <optional>
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
@@ -124,6 +126,72 @@ std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs
   return out;
 }
 
+namespace {
+// `v` as a value of type `t`, rebuilt where unpickling left it loosely typed (a list of tuples
+// reads back as List[Any], which a method call refuses for List[Tuple[Tensor, Tensor]]);
+// nullopt when its contents do not fit `t`.
+std::optional<c10::IValue> asType(const c10::IValue& v, const c10::TypePtr& t) {
+  if (v.type()->isSubtypeOf(*t))
+    return v;
+  if (t->kind() == c10::TypeKind::FloatType && v.isInt()) // as a call from Python converts it
+    return c10::IValue(static_cast<double>(v.toInt()));
+  if (auto opt = t->cast<c10::OptionalType>())
+    return v.isNone() ? std::optional<c10::IValue>(v) : asType(v, opt->getElementType());
+  if (auto lt = t->cast<c10::ListType>(); lt && v.isList()) {
+    c10::impl::GenericList out(lt->getElementType());
+    for (const c10::IValue& e : v.toListRef()) {
+      auto typed = asType(e, lt->getElementType());
+      if (!typed)
+        return std::nullopt;
+      out.push_back(std::move(*typed));
+    }
+    return c10::IValue(out);
+  }
+  if (auto tt = t->cast<c10::TupleType>(); tt && v.isTuple()) {
+    const auto& elems = v.toTupleRef().elements();
+    if (elems.size() != tt->elements().size())
+      return std::nullopt;
+    std::vector<c10::IValue> out;
+    for (std::size_t i = 0; i < elems.size(); ++i) {
+      auto typed = asType(elems[i], tt->elements()[i]);
+      if (!typed)
+        return std::nullopt;
+      out.push_back(std::move(*typed));
+    }
+    return c10::IValue(c10::ivalue::Tuple::create(std::move(out)));
+  }
+  if (auto dt = t->cast<c10::DictType>(); dt && v.isGenericDict()) {
+    c10::impl::GenericDict out(dt->getKeyType(), dt->getValueType());
+    for (const auto& kv : v.toGenericDict()) {
+      auto key = asType(kv.key(), dt->getKeyType());
+      auto value = asType(kv.value(), dt->getValueType());
+      if (!key || !value)
+        return std::nullopt;
+      out.insert(std::move(*key), std::move(*value));
+    }
+    return c10::IValue(out);
+  }
+  return std::nullopt;
+}
+
+// A value's type by its contents: a list unpickled as List[Any] shows as List[int].
+std::string describeValue(const c10::IValue& v) {
+  if (v.isList() && !v.toListRef().empty())
+    return "List[" + describeValue(v.toListRef().front()) + "]";
+  if (v.isTuple()) {
+    std::string s = "Tuple[";
+    for (const auto& e : v.toTupleRef().elements())
+      s += (s.size() > 6 ? ", " : "") + describeValue(e);
+    return s + "]";
+  }
+  if (v.isGenericDict() && !v.toGenericDict().empty()) {
+    const auto first = v.toGenericDict().begin();
+    return "Dict[" + describeValue(first->key()) + ", " + describeValue(first->value()) + "]";
+  }
+  return v.type()->annotation_str();
+}
+} // namespace
+
 std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::string& method,
                                       std::vector<c10::IValue> tensors, const std::string& path) {
   const auto& schema = module.get_method(method).function().getSchema();
@@ -147,7 +215,12 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
                                    (takes_tensor ? std::string()
                                                  : " (--input-shape describes tensors; pass "
                                                    "other values with --input-file)"));
-      inputs.push_back(std::move(tensors[i - 1]));
+      auto typed = asType(v, arg.type());
+      if (!typed)
+        throw InputError(path, "'" + method + "' takes input '" + arg.name() + "' of type " +
+                                   arg.type()->annotation_str() + ", but was given " +
+                                   describeValue(v));
+      inputs.push_back(std::move(*typed));
     } else if (arg.default_value()) {
       inputs.push_back(*arg.default_value());
     } else if (takes_tensor) {

@@ -152,7 +152,11 @@ assert len(const) == 2, f"expected the two transposed weights, got {const}"
 n = 0
 for d in s["decisions"]:
     if d["value_id"] in const:
-        assert d["predicted_cost_ms"] == 0, d
+        # Free when its reader gains. Whether it gains is measured: in some processes this
+        # machine's reference BLAS runs the contiguous product no faster (0.29 against 0.60 ms
+        # for the same 512x512 product, by where the copy lands), and then the conversion keeps
+        # its cost and the site stays none (the pricing itself is a unit test).
+        assert d["predicted_cost_ms"] == 0 or d["predicted_saving_ms"] <= 0, d
         assert d["action"] in ("sync", "none"), d
         assert d["action"] == "none" or "converted once" in d["reason"], d["reason"]
         d["action"] = "sync"
@@ -229,6 +233,31 @@ xrewrite "$WORK/control.pt" -s "$WORK/control-forced.json" --check -q ||
 expect_error 2 'nothere.pt: error: cannot read' -- \
   xrewrite "$model" -s "$WORK/control-forced.json" -o "$WORK/control2.pt" --input-file nothere.pt
 [[ ! -e "$WORK/control2.pt" ]] || fail "control: a bad --input-file left a model behind"
+
+# Structured inputs (a decoder's cache, List[Tuple[Tensor, Tensor]]) read back from torch.save
+# loosely typed (List[Any]); the method call that verifies a rewrite needs them typed as declared.
+cat >"$WORK/cached.py" <<'PY'
+import sys, torch
+from typing import List, Tuple
+class Cached(torch.nn.Module):
+    def forward(self, x, past: List[Tuple[torch.Tensor, torch.Tensor]], scale: float):
+        k = torch.cat([past[0][0], x], dim=1)
+        return torch.matmul(x, k.transpose(1, 2)).sum(-1) * scale + past[0][1].sum()
+torch.jit.save(torch.jit.script(Cached()), sys.argv[1] + "/cached.pt")
+x = torch.randn(4, 32, 48)
+torch.save((x, [(torch.randn(4, 16, 48), torch.randn(3))] * 2, 2), sys.argv[1] + "/cached-in.pt")
+torch.save((x, [1, 2], 2), sys.argv[1] + "/cached-bad.pt")
+PY
+"$XALLOC_PYTHON" "$WORK/cached.py" "$WORK" # TorchScript compiles from the source file
+xprof "$WORK/cached.pt" --input-file "$WORK/cached-in.pt" "${QUICK[@]}" | xcost | xsched -o "$WORK/cached.json"
+force_syncs "$WORK/cached.json" "$WORK/cached-forced.json"
+xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached.opt.pt" \
+  --input-file "$WORK/cached-in.pt" 2>"$WORK/cached.log" || fail "cached: $(cat "$WORK/cached.log")"
+grep -q "bit-identical to the original on the inputs of" "$WORK/cached.log" ||
+  fail "cached: not verified: $(cat "$WORK/cached.log")"
+expect_error 2 "cached-bad\.pt: error: 'forward' takes input 'past' of type List\[Tuple\[Tensor, Tensor\]\], but was given List\[int\]$" -- \
+  xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached2.pt" --input-file "$WORK/cached-bad.pt"
+[[ ! -e "$WORK/cached2.pt" ]] || fail "cached: a bad --input-file left a model behind"
 
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
