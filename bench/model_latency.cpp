@@ -44,7 +44,11 @@ int run(const Args& args) {
     at::set_num_threads(args.threads);
   std::vector<c10::IValue> inputs;
   if (!args.input_file.empty()) {
-    inputs = profiler::parseInputFile(readFile(args.input_file), args.input_file);
+    // Typed as forward declares them, and checked: a value that does not fit is an input error.
+    inputs = profiler::methodInputs(
+        ma.module, "forward", profiler::parseInputFile(readFile(args.input_file), args.input_file),
+        args.input_file);
+    inputs.erase(inputs.begin());
   } else {
     auto specs = profiler::specFromExtraFiles(ma.extra_files, ma.path);
     if (specs.empty())

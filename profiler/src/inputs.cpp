@@ -243,8 +243,14 @@ std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::str
   try {
     v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " +
-                               firstLine(e.what()));
+    const std::string what = firstLine(e.what());
+    // Python pickles a list or dict of one element with APPEND / SETITEM, which libtorch
+    // 1.13's unpickler does not know (it reads APPENDS / SETITEMS, used for more).
+    if (what.find("Unknown opcode for unpickling at 0x61") != std::string::npos ||
+        what.find("Unknown opcode for unpickling at 0x73") != std::string::npos)
+      throw InputError(path, "cannot read inputs: libtorch cannot read a list or dict of one "
+                             "element from torch.save; save a tuple, or two or more elements");
+    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " + what);
   }
   if (v.isTuple())
     return v.toTupleRef().elements().vec();

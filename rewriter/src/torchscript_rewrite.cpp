@@ -110,7 +110,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   std::vector<c10::IValue> fixed;
   if (o.verify && !o.input_file.empty() && !o.output.empty()) {
     fixed = profiler::parseInputFile(readFile(o.input_file), o.input_file);
-    (void)profiler::methodInputs(model.module, o.method, fixed, o.input_file); // do they fit?
+    (void)profiler::methodInputs(model.module, o.method, fixed, o.model); // do they fit?
   }
   warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)

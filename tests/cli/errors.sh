@@ -31,6 +31,8 @@ torch.jit.script(Scaled()).save(sys.argv[1] + "/scaled.pt")
 torch.jit.script(Keyed()).save(sys.argv[1] + "/keyed.pt")
 torch.save((torch.randn(4, 8), 3), sys.argv[1] + "/scaled.in")
 torch.save(({"a": torch.randn(3, 3), "b": torch.randn(3, 3)},), sys.argv[1] + "/keyed.in")
+torch.save(({"a": torch.randn(3, 3)},), sys.argv[1] + "/keyed1.in")
+torch.save((torch.randn(4, 8), 3.5), sys.argv[1] + "/scaled-float.in")
 PY
 "$XALLOC_PYTHON" "$WORK/inputs.py" "$WORK"
 expect_error 2 "scaled\.pt: error: 'forward' needs input 'n' of type int, which --input-shape cannot describe: .* --input-file" -- \
@@ -41,6 +43,11 @@ expect_error 2 "keyed\.pt: error: 'forward' needs input 'd' of type Dict\[str, T
 [[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
 xprof "$WORK/scaled.pt" --input-file "$WORK/scaled.in" -o "$WORK/scaled.json" "${QUICK[@]}" || fail "int input from --input-file"
 xprof "$WORK/keyed.pt" --input-file "$WORK/keyed.in" -o "$WORK/keyed.json" "${QUICK[@]}" || fail "dict input from --input-file"
+# libtorch 1.13 cannot unpickle a one-element dict or list (Python writes SETITEM / APPEND).
+expect_error 2 "keyed1\.in: error: cannot read inputs: libtorch cannot read a list or dict of one element from torch\.save" -- \
+  xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/p.json"
+expect_error 2 "scaled\.pt: error: 'forward' takes input 'n' of type int, but was given float" -- \
+  xprof "$WORK/scaled.pt" --input-file "$WORK/scaled-float.in" -o "$WORK/p.json"
 
 # Malformed documents: the position or the JSON Pointer of the problem.
 head -c 300 "$WORK/profile.json" >"$WORK/truncated.json"

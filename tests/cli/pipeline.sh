@@ -255,7 +255,7 @@ xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached.opt.pt
   --input-file "$WORK/cached-in.pt" 2>"$WORK/cached.log" || fail "cached: $(cat "$WORK/cached.log")"
 grep -q "bit-identical to the original on the inputs of" "$WORK/cached.log" ||
   fail "cached: not verified: $(cat "$WORK/cached.log")"
-expect_error 2 "cached-bad\.pt: error: 'forward' takes input 'past' of type List\[Tuple\[Tensor, Tensor\]\], but was given List\[int\]$" -- \
+expect_error 2 "cached\.pt: error: 'forward' takes input 'past' of type List\[Tuple\[Tensor, Tensor\]\], but was given List\[int\]$" -- \
   xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached2.pt" --input-file "$WORK/cached-bad.pt"
 [[ ! -e "$WORK/cached2.pt" ]] || fail "cached: a bad --input-file left a model behind"
 
