@@ -90,12 +90,13 @@ void nameAfter(Value* out, const Value* v, const char* suffix) {
 }
 } // namespace
 
-Value* insertContiguous(Value* value, Node* before, const Node* source) {
+Value* insertContiguous(Value* value, Node* before, Node* source) {
   torch::jit::Graph* graph = value->owningGraph();
   Node* at = liftToBlockOf(before, value);
   torch::jit::WithInsertPoint guard(at);
   Value* converted = graph->insert(c10::aten::contiguous, {value});
   converted->node()->setSourceRange(source->sourceRange());
+  converted->node()->setScope(source->scope());
   converted->setType(value->type());
   nameAfter(converted, value, "_contig");
   return converted;
@@ -339,11 +340,12 @@ private:
     return true;
   }
 
-  static Value* insertFastContiguous(Value* value, Node* before, const Node* source) {
+  static Value* insertFastContiguous(Value* value, Node* before, Node* source) {
     torch::jit::Graph* graph = value->owningGraph();
     Node* n = graph->create(fastSyncSymbol(), {value}, 1);
     n->output()->setType(value->type());
     n->setSourceRange(source->sourceRange());
+    n->setScope(source->scope());
     n->insertBefore(liftToBlockOf(before, value));
     nameAfter(n->output(), value, "_contig");
     return n->output();
@@ -360,11 +362,13 @@ private:
     Node* start = graph->create(asyncSymbol(), {site.value}, 1);
     start->output()->setType(c10::FutureType::create(site.value->type()));
     start->setSourceRange(site.producer->sourceRange());
+    start->setScope(site.producer->scope());
     start->insertAfter(site.value->node()->kind() == c10::prim::Param ? graph->block()->param_node()
                                                                       : site.value->node());
     Node* wait = graph->create(c10::aten::wait, {start->output()}, 1);
     wait->output()->setType(site.value->type());
     wait->setSourceRange(site.producer->sourceRange());
+    wait->setScope(site.producer->scope());
     wait->insertBefore(liftToBlockOf(first, site.value));
     nameAfter(start->output(), site.value, "_future");
     nameAfter(wait->output(), site.value, "_contig");

@@ -54,9 +54,10 @@ ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
                           const formats::Schedule& schedule, const ApplyOptions& options = {});
 
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
-/// dominates later uses) and returns the converted value. The node borrows `source`'s range.
+/// dominates later uses) and returns the converted value. The node borrows `source`'s range and
+/// module scope, so a diff shows it beside the op it converts for.
 torch::jit::Value* insertContiguous(torch::jit::Value* value, torch::jit::Node* before,
-                                    const torch::jit::Node* source);
+                                    torch::jit::Node* source);
 
 /// True when `n` is `aten::contiguous(x)` with the default (row-major) memory format.
 bool isRowMajorContiguousCall(const torch::jit::Node* n);
