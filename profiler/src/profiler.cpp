@@ -168,7 +168,7 @@ private:
         "|threads=" + std::to_string(d.threads) + "|caches=" + std::to_string(d.caches.l1d_bytes) +
         "," + std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
     std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion +
-                          "|method " + std::to_string(kMeasureMethod) + "|" + mathLibraries();
+                          "|method " + std::to_string(kMeasureMethod) + "|" + d.libraries;
     db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                      device, library);
     db_device_ = device;

@@ -193,14 +193,9 @@ int showStoredSchedule(const std::string& path, const std::string& method) {
   tspass::LoadedModel model = tspass::loadModel(path);
   // The methods with a stored schedule, by the extra files' names.
   std::map<std::string, std::string> stored;
-  const std::string prefix = "xalloc/schedule.";
-  for (const auto& [name, text] : model.extra_files) {
-    if (name == tspass::kScheduleFile)
-      stored["forward"] = text;
-    else if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 5 &&
-             name.compare(name.size() - 5, 5, ".json") == 0)
-      stored[name.substr(prefix.size(), name.size() - prefix.size() - 5)] = text;
-  }
+  for (const auto& [name, text] : model.extra_files)
+    if (const std::string m = tspass::methodOfScheduleFile(name); !m.empty())
+      stored[m] = text;
   if (stored.empty())
     throw InputError(path, "no schedule stored in this model (it was not written by xrewrite)");
   std::string names;

@@ -20,6 +20,18 @@ inline std::string scheduleFileFor(const std::string& method) {
   return method == "forward" ? kScheduleFile : "xalloc/schedule." + method + ".json";
 }
 
+/// The method whose schedule the extra file `name` holds (scheduleFileFor's inverse); "" when
+/// it holds none.
+inline std::string methodOfScheduleFile(const std::string& name) {
+  if (name == kScheduleFile)
+    return "forward";
+  const std::string prefix = "xalloc/schedule.", suffix = ".json";
+  if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return "";
+}
+
 struct LoadedModel {
   torch::jit::Module module;
   std::map<std::string, std::string> extra_files;
