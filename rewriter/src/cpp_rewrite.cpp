@@ -88,6 +88,16 @@ public:
       const std::string& file = *target;
       const std::string& content = c.contents_.at(file);
       formats::Decision d = s_.decisions[i];
+      if (const std::string other = disagreement(i); !other.empty()) {
+        note(d.anchor, file,
+             "skipped: `" + d.anchor.expr + "` is decided " + formats::actionName(d.action) +
+                 " for one call and " + other +
+                 " for another, and one edit changes every call; schedule it again with this "
+                 "xsched",
+             true);
+        ++out_.skipped;
+        continue;
+      }
       const Candidate* pick =
           d.anchor.expr.empty() ? byPosition(c, file, content, d) : byText(c, file, content, d);
       if (!pick)
@@ -114,6 +124,27 @@ public:
       else
         convert(ctx, *pick, d, file, content);
     }
+  }
+
+  // Another decision on the same expression (another call stack of a program reaching it) with
+  // another action: "" when there is none. xsched makes them agree; a schedule written by hand or
+  // by an older xsched may not, and no single edit can honour both. The expression's other
+  // decisions are then done with: it is reported once.
+  std::string disagreement(std::size_t i) {
+    const formats::Decision& d = s_.decisions[i];
+    auto same = [&](const formats::Decision& o) {
+      return o.output_index == d.output_index && o.anchor.sameSite(d.anchor) &&
+             o.anchor.line == d.anchor.line && o.anchor.col == d.anchor.col;
+    };
+    std::string other;
+    for (const auto& o : s_.decisions)
+      if (o.action != d.action && same(o))
+        other = formats::actionName(o.action);
+    if (!other.empty())
+      for (std::size_t j = 0; j < s_.decisions.size(); ++j)
+        if (same(s_.decisions[j]))
+          handled_.insert(j);
+    return other;
   }
 
   // The expression an anchor names: (file, function, text), then the ordinal, then the line.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
@@ -37,6 +38,10 @@ struct Candidate {
   Decision decision;
   double saving = 0, cost = 0, margin = 0;
   bool can_async = false; // the saving beats the noise margin once the cost is hidden
+  /// The edit is ruled out whatever it gains: it would change results or what runs after, or it
+  /// cannot be judged. Otherwise a `none` only says the gain is too small to be sure of.
+  bool veto = false;
+  Action edit = Action::Sync; // what the site's edit is: sync, or remove for a conversion
 };
 
 std::string fmtMs(double ms) {
@@ -60,7 +65,9 @@ public:
       const formats::Op* producer = p_.findOp(*r.producer_op);
       XALLOC_EXPECTS(producer != nullptr, "profile was validated");
       if (producer->kind == "aten::contiguous") {
-        out.push_back({decideRemove(r, *producer), 0, 0, 0, false});
+        out.emplace_back();
+        out.back().edit = Action::Remove;
+        out.back().decision = decideRemove(r, *producer, &out.back());
       } else if (!r.contiguous) {
         out.emplace_back();
         out.back().decision = decideSync(r, *producer, &out.back());
@@ -175,10 +182,12 @@ private:
 
   Decision decideSync(const Record& r, const formats::Op& producer, Candidate* facts) const {
     Decision d = base(r, producer);
+    facts->veto = true; // until the numbers decide
     if (r.has_writers) {
       d.reason = "the value is written in place; a copy would change what the write affects";
       return d;
     }
+    const bool program = p_.model.format == "libtorch-program";
     double saving = 0, served_ms = 0;
     double var = 0;
     std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0;
@@ -204,8 +213,10 @@ private:
       candidates.push_back(c.op_id);
       const auto [delta, delta_var] =
           layoutChange(c, *c.time_contiguous_ms, c.time_contiguous_spread_ms);
+      // A program's edit converts the value for every consumer, so one that is slower with a
+      // contiguous input counts against it; in a graph only the consumers that gain read the copy.
       const double gain = -delta;
-      if (gain <= 0)
+      if (gain <= 0 && !program)
         continue;
       const double k = runsOf(c.op_id);
       saving += gain * k;
@@ -241,6 +252,19 @@ private:
     facts->saving = saving;
     facts->cost = cost->ms;
     facts->margin = margin;
+    // A program's edit converts the expression's value for every use of it, not only for the
+    // consumers that gain: each one must be known to give the same bits and layout.
+    if (program && !candidates.empty() && unmeasured + differing + relayouting > 0) {
+      d.consumers = candidates;
+      d.reason = "the edit would convert the value for every use of it, and " +
+                 std::to_string(unmeasured + differing + relayouting) + " of " +
+                 std::to_string(r.consumers.size()) + " consumer(s) " +
+                 (differing     ? "give other output bits"
+                  : relayouting ? "change output layout"
+                                : "could not be measured") +
+                 " with a contiguous input";
+      return d;
+    }
     // Hidden in an idle window, the conversion costs the critical path only the hand-off.
     // Idle windows are moments of one run; a value made in a loop is made at many.
     facts->can_async =
@@ -248,6 +272,9 @@ private:
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
+      // No consumer a conversion could serve: ruled out (a veto for a program's other calls of
+      // the expression). Otherwise it only gains too little.
+      facts->veto = candidates.empty() && converted < r.consumers.size();
       if (differing > 0 && candidates.empty())
         d.reason = "a contiguous input changes the consumer's output bits";
       else if (relayouting > 0 && candidates.empty())
@@ -266,6 +293,7 @@ private:
                    fmtMs(cost->ms) + " by " + marginName(margin) + " " + fmtMs(margin);
       return d;
     }
+    facts->veto = false;
     d.action = Action::Sync;
     d.reason = "saves " + fmtMs(saving) + " in " + std::to_string(d.consumers.size()) +
                " consumer(s)" +
@@ -276,8 +304,9 @@ private:
     return d;
   }
 
-  Decision decideRemove(const Record& r, const formats::Op& conv) const {
+  Decision decideRemove(const Record& r, const formats::Op& conv, Candidate* facts) const {
     Decision d = base(r, conv);
+    facts->veto = true; // until the numbers decide
     for (const auto& c : r.consumers)
       d.consumers.push_back(c.op_id);
     d.predicted_cost_ms = conv.duration_ms;
@@ -311,6 +340,8 @@ private:
         }
       }
       d.action = Action::Remove;
+      facts->veto = false;
+      facts->saving = conv.duration_ms;
       d.reason = "the input is already contiguous: the call is pure overhead (" +
                  fmtMs(conv.duration_ms) + ")";
       return d;
@@ -350,6 +381,10 @@ private:
     }
     d.predicted_saving_ms = extra;
     const double margin = marginFor(var, served_ms + conv.duration_ms);
+    facts->veto = false;
+    facts->saving = conv.duration_ms;
+    facts->cost = extra;
+    facts->margin = margin;
     if (conv.duration_ms - extra <= margin) {
       d.reason = "the conversion (" + fmtMs(conv.duration_ms) + ") saves its consumers " +
                  fmtMs(extra) + "; removing it gains less than " + marginName(margin) + " " +
@@ -382,7 +417,94 @@ double windowCapacity(const formats::IdleEvent& w, const SchedOptions& o) {
 struct Built {
   Problem problem;
   std::vector<std::int64_t> window_ids; // problem window index -> idle event id
+  std::vector<std::size_t> site_of;     // candidate -> problem site
 };
+
+// The candidates one source edit decides together. In a program's profile a site is an
+// expression of the program's source, reached under one call stack: a helper that several
+// functions call (`dense(x, w, b)` reading `w.t()`), or a module used in two places, is several
+// sites with one anchor, and the edit that converts (or removes) it changes every call. A
+// TorchScript model's ops are graph nodes, each edited alone.
+std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
+                                                 const std::vector<Candidate>& cands) {
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::int64_t,
+                      std::int64_t, std::int64_t, std::int64_t>,
+           std::size_t>
+      by_anchor;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const Decision& d = cands[i].decision;
+    const formats::Anchor& a = d.anchor;
+    if (p.model.format == "libtorch-program" && !a.file.empty()) {
+      const auto key = std::make_tuple(a.file, a.function, a.expr, a.op, a.ordinal, a.line, a.col,
+                                       d.output_index);
+      const auto [it, fresh] = by_anchor.emplace(key, groups.size());
+      if (!fresh) {
+        groups[it->second].push_back(i);
+        continue;
+      }
+    }
+    groups.push_back({i});
+  }
+  return groups;
+}
+
+std::string sizesText(const std::vector<std::int64_t>& sizes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    s += (i ? "," : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+// Members of a group take one action. A member whose conversion is ruled out (other bits or
+// layouts, a write, nothing measured) vetoes the edit for all. Otherwise the calls are weighed
+// together: the edit is made when their gains summed beat their margins combined (independent
+// noise adds in quadrature), so a helper's small call neither blocks a large gain nor rides on
+// it unpriced. A group is never async: each call would need its own window and hand-off.
+void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& group) {
+  if (group.size() < 2)
+    return;
+  const Candidate* veto = nullptr;
+  const Candidate* idle = nullptr; // a member none alone
+  double net = 0, var = 0;
+  for (std::size_t i : group) {
+    Candidate& c = cands[i];
+    c.can_async = false;
+    if (c.veto && !veto)
+      veto = &c;
+    if (c.decision.action == Action::None && !idle)
+      idle = &c;
+    net += c.saving - c.cost;
+    var += c.margin * c.margin;
+  }
+  const double margin = std::sqrt(var);
+  const std::string calls =
+      "one edit changes all " + std::to_string(group.size()) + " calls of this expression";
+  auto on = [](const Candidate& c) {
+    return "the call on " + sizesText(c.decision.layout.sizes) + ": " + c.decision.reason;
+  };
+  std::string reason;
+  if (veto)
+    reason = calls + ", and it is ruled out for " + on(*veto);
+  else if (net <= margin && idle)
+    reason = calls + ", and together they gain " + fmtMs(net) + ", not more than the margin " +
+             fmtMs(margin) + " (" + on(*idle) + ")";
+  if (!reason.empty()) {
+    for (std::size_t i : group)
+      if (cands[i].decision.action != Action::None) {
+        cands[i].decision.action = Action::None;
+        cands[i].decision.reason = reason;
+      }
+    return;
+  }
+  if (!idle || net > margin)
+    for (std::size_t i : group) {
+      Decision& d = cands[i].decision;
+      d.action = cands[i].edit;
+      d.reason +=
+          "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";
+    }
+}
 
 Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const SchedOptions& o) {
   Built b;
@@ -402,22 +524,31 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
       b.window_ids.push_back(w.id);
       b.problem.window_capacity.push_back(windowCapacity(w, o));
     }
-  for (const Candidate& c : cands) {
+  b.site_of.resize(cands.size());
+  for (const auto& group : editGroups(p, cands)) {
+    const Candidate& c = cands[group.front()];
     Site site;
     site.options.push_back({static_cast<int>(Action::None), -1, 0, 0, {}});
     const Decision& d = c.decision;
-    if (d.action == Action::Sync) {
-      auto iv = copyInterval(p, d);
-      Option opt{
-          static_cast<int>(Action::Sync), -1, d.predicted_saving_ms - d.predicted_cost_ms, 0, {}};
-      if (iv)
-        opt.memory.push_back({iv->first, iv->last, iv->bytes});
-      site.options.push_back(opt);
-    } else if (d.action == Action::Remove) {
-      site.options.push_back({static_cast<int>(Action::Remove), -1,
-                              d.predicted_cost_ms - d.predicted_saving_ms, 0,
-                              removeDeltas(p, st, d)});
+    // A group's members all took d's action (reconcile): one option for all of them.
+    if (d.action == Action::Sync || d.action == Action::Remove) {
+      Option opt{static_cast<int>(d.action), -1, 0, 0, {}};
+      for (std::size_t i : group) {
+        const Decision& m = cands[i].decision;
+        if (m.action == Action::Sync) {
+          opt.gain += m.predicted_saving_ms - m.predicted_cost_ms;
+          if (auto iv = copyInterval(p, m))
+            opt.memory.push_back({iv->first, iv->last, iv->bytes});
+        } else {
+          opt.gain += m.predicted_cost_ms - m.predicted_saving_ms;
+          for (const MemDelta& delta : removeDeltas(p, st, m))
+            opt.memory.push_back(delta);
+        }
+      }
+      site.options.push_back(std::move(opt));
     }
+    for (std::size_t i : group)
+      b.site_of[i] = b.problem.sites.size();
     if (c.can_async && !d.consumers.empty()) {
       const std::int64_t c1 = *std::min_element(d.consumers.begin(), d.consumers.end());
       for (std::size_t w = 0; w < b.window_ids.size(); ++w) {
@@ -448,15 +579,16 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
 std::int64_t smallestFeasiblePeak(const Profile& p, const std::vector<Candidate>& cands) {
   std::vector<Decision> plan;
   std::int64_t best = predictedPeakBytes(p, plan);
-  for (const Candidate& c : cands) {
-    if (c.decision.action != Action::Remove)
+  for (const auto& group : editGroups(p, cands)) {
+    if (cands[group.front()].decision.action != Action::Remove)
       continue;
-    plan.push_back(c.decision);
+    for (std::size_t i : group)
+      plan.push_back(cands[i].decision);
     const std::int64_t peak = predictedPeakBytes(p, plan);
     if (peak < best)
       best = peak;
     else
-      plan.pop_back();
+      plan.resize(plan.size() - group.size());
   }
   return best;
 }
@@ -470,6 +602,8 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   s.ops = p.ops;
   s.gpu_idle_events = p.gpu_idle_events;
   std::vector<Candidate> cands = Decider(p, cost, o).decideAll();
+  for (const auto& group : editGroups(p, cands))
+    reconcile(cands, group);
 
   auto& m = s.summary;
   for (const auto& op : p.ops)
@@ -496,7 +630,9 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   // The per-site rules first decided alone; the solver's choice now overrides them.
   for (std::size_t i = 0; i < cands.size(); ++i) {
     Decision d = cands[i].decision;
-    const Option& chosen = built.problem.sites[i].options[static_cast<std::size_t>(sol.choice[i])];
+    const std::size_t site = built.site_of[i];
+    const Option& chosen =
+        built.problem.sites[site].options[static_cast<std::size_t>(sol.choice[site])];
     const auto action = static_cast<Action>(chosen.kind);
     if (action == Action::Async) {
       const auto* w = findWindow(p, built.window_ids[static_cast<std::size_t>(chosen.window)]);

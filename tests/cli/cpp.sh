@@ -42,6 +42,23 @@ grep -q '^input.cpp:8:3: warning: skipped: sync of v99 (made by aten::t inside l
   fail "unanchored decision not reported: $(cat unanchored.txt)"
 grep -q ', [1-9][0-9]* skipped$' unanchored.txt || fail "not counted: $(tail -1 unanchored.txt)"
 
+# Two calls of one expression (a helper reached from two places) decided differently: one edit
+# changes both calls, so the expression is left alone and reported once; the others still apply.
+"$XALLOC_PYTHON" - schedule.json conflict.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = dict(s["decisions"][0], value_id=77, value_name="v77", action="none", reason="too small")
+s["decisions"].append(d)
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite -s conflict.json --cpp input.cpp "${FLAGS[@]}" >conflict.diff 2>conflict.txt
+[[ $(grep -c 'k.transpose(0, 1)` is decided sync for one call and none for another' conflict.txt) -eq 1 ]] ||
+  fail "a disagreement is not reported once: $(cat conflict.txt)"
+grep -q '^+  auto kt = k.transpose(0, 1).contiguous();' conflict.diff &&
+  fail "an expression decided two ways was converted"
+grep -q '^+  auto second = a.transpose(0, 1).contiguous();' conflict.diff ||
+  fail "the other decisions were not applied"
+
 rc=0
 xrewrite -s schedule.json --cpp input.cpp --check -q "${FLAGS[@]}" 2>/dev/null || rc=$?
 [[ $rc -eq 1 ]] || fail "--check on the original should exit 1, got $rc"

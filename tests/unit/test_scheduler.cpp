@@ -387,6 +387,97 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   EXPECT_EQ(h.decisionFor(makeSchedule(h.p, h.cost), 10).action, Action::Sync);
 }
 
+// A C++ program's helper reached from two places: two ops (call stacks) with one anchor. Op 5
+// runs the same expression as op 0 and makes value 12 (v's layout), read by op 6.
+Fixture twoCalls(double other_as_is, double other_contiguous, bool other_identical = true) {
+  Fixture f;
+  f.p.model.format = "libtorch-program";
+  for (int i : {5, 6}) {
+    Op op = f.p.ops[i == 5 ? 0 : 1];
+    op.id = i;
+    if (i == 6)
+      op.anchor.expr = "e6";
+    f.p.ops.push_back(op);
+  }
+  Record r = f.v();
+  r.id = 12;
+  r.name = "v12";
+  r.producer_op = 5;
+  r.storage_id = 2;
+  r.consumers = {Fixture::consumer(6, other_as_is, other_contiguous)};
+  r.consumers[0].identical_output = other_identical;
+  f.p.records.push_back(r);
+  return f;
+}
+
+TEST(Scheduler, AProgramsExpressionReachedTwiceIsDecidedOnceForBothCalls) {
+  // Alone, v (op 0) gains 0.6 - 0.1 and value 12 (op 5) gains nothing for 0.1: one edit converts
+  // both, and together they still gain 0.4.
+  Fixture f = twoCalls(1.0, 1.0);
+  Schedule s = makeSchedule(f.p, f.cost);
+  for (std::int64_t id : {10, 12}) {
+    const Decision& d = f.decisionFor(s, id);
+    EXPECT_EQ(d.action, Action::Sync) << id;
+    EXPECT_NE(d.reason.find("one edit changes all 2 calls of this expression: together they "
+                            "gain 0.4000 ms"),
+              std::string::npos)
+        << d.reason;
+  }
+  EXPECT_NEAR(s.summary.predicted_time_after_ms, s.summary.predicted_time_before_ms - 0.4 - 0.19,
+              1e-9);
+
+  // The other call is slower with a contiguous input (every use of a program's value reads the
+  // copy, not only those that gain): together they lose, and neither is converted.
+  Fixture slow = twoCalls(1.0, 1.6);
+  s = makeSchedule(slow.p, slow.cost);
+  EXPECT_EQ(slow.decisionFor(s, 12).action, Action::None);
+  const Decision& dv = slow.decisionFor(s, 10);
+  EXPECT_EQ(dv.action, Action::None);
+  EXPECT_NE(dv.reason.find("together they gain -0.2000 ms, not more than the margin"),
+            std::string::npos)
+      << dv.reason;
+
+  // The other call's consumer gives other bits with a contiguous input: ruled out for both,
+  // whatever v gains.
+  Fixture bits = twoCalls(1.0, 0.5, false);
+  s = makeSchedule(bits.p, bits.cost);
+  EXPECT_EQ(bits.decisionFor(s, 12).action, Action::None);
+  EXPECT_EQ(bits.decisionFor(s, 10).action, Action::None);
+  EXPECT_NE(bits.decisionFor(s, 10).reason.find(
+                "it is ruled out for the call on [64,64]: a contiguous input changes the "
+                "consumer's output bits"),
+            std::string::npos)
+      << bits.decisionFor(s, 10).reason;
+
+  // In a TorchScript model the same anchors are two graph nodes, edited apart.
+  Fixture graph = twoCalls(1.0, 0.5, false);
+  graph.p.model.format = "torchscript";
+  s = makeSchedule(graph.p, graph.cost);
+  EXPECT_EQ(graph.decisionFor(s, 10).action, Action::Sync);
+  EXPECT_EQ(graph.decisionFor(s, 12).action, Action::None);
+}
+
+TEST(Scheduler, AProgramsConversionMustSuitEveryUseOfTheValue) {
+  // v's consumer 2 gives other bits with a contiguous input. A graph rewires consumer 1 alone;
+  // a program's `.contiguous()` reaches both, so it is ruled out.
+  Fixture graph;
+  graph.v().consumers[1].identical_output = false;
+  const Schedule sg = makeSchedule(graph.p, graph.cost);
+  const Decision& dg = graph.decisionFor(sg, 10);
+  EXPECT_EQ(dg.action, Action::Sync);
+  EXPECT_EQ(dg.consumers, (std::vector<std::int64_t>{1}));
+  Fixture prog;
+  prog.p.model.format = "libtorch-program";
+  prog.v().consumers[1].identical_output = false;
+  const Schedule s = makeSchedule(prog.p, prog.cost);
+  const Decision& dp = prog.decisionFor(s, 10);
+  EXPECT_EQ(dp.action, Action::None);
+  EXPECT_NE(dp.reason.find("the edit would convert the value for every use of it, and 1 of 2 "
+                           "consumer(s) give other output bits"),
+            std::string::npos)
+      << dp.reason;
+}
+
 TEST(Scheduler, ParseBytes) {
   EXPECT_EQ(parseBytes("1048576"), 1048576);
   EXPECT_EQ(parseBytes("512M"), 512ll << 20);
