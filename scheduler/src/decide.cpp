@@ -139,6 +139,25 @@ private:
             sq(se(c.time_as_is_spread_ms)) + sq(se(other_spread.value_or(0)))};
   }
 
+  // Ops that read a tensor's sizes or flags, which are the same in every layout (`B, C, H, W =
+  // x.shape`): a conversion, or its removal, changes neither their result nor their time.
+  // (aten::stride and aten::is_contiguous do see the layout.) xprof does not re-run them.
+  bool readsOnlySizes(std::int64_t op_id) const {
+    static const std::set<std::string> kinds = {"aten::size",
+                                                "aten::dim",
+                                                "aten::numel",
+                                                "aten::len",
+                                                "prim::device",
+                                                "prim::dtype",
+                                                "prim::layout",
+                                                "prim::requires_grad",
+                                                "prim::shape",
+                                                "prim::is_cuda",
+                                                "aten::is_floating_point"};
+    const formats::Op* op = p_.findOp(op_id);
+    return op && kinds.count(op->kind);
+  }
+
   // View ops only compute new sizes and strides: a contiguous input cannot make them faster.
   bool allViews(const std::vector<std::int64_t>& ops) const {
     static const std::set<std::string> views = {
@@ -190,12 +209,16 @@ private:
     const bool program = p_.model.format == "libtorch-program";
     double saving = 0, served_ms = 0;
     double var = 0;
-    std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0;
+    std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0, neutral = 0;
     std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
       if (op && op->kind == "aten::contiguous") {
         ++converted; // that conversion is a site of its own (keep or remove)
+        continue;
+      }
+      if (readsOnlySizes(c.op_id)) {
+        ++neutral; // sees no difference
         continue;
       }
       if (!c.measured || !c.time_contiguous_ms) {
@@ -274,13 +297,15 @@ private:
       d.consumers = candidates;
       // No consumer a conversion could serve: ruled out (a veto for a program's other calls of
       // the expression). Otherwise it only gains too little.
-      facts->veto = candidates.empty() && converted < r.consumers.size();
+      facts->veto = candidates.empty() && converted + neutral < r.consumers.size();
       if (differing > 0 && candidates.empty())
         d.reason = "a contiguous input changes the consumer's output bits";
       else if (relayouting > 0 && candidates.empty())
         d.reason = "a contiguous input changes the layout of the consumer's output, and so what "
                    "runs after it (not measured)";
-      else if (converted == r.consumers.size())
+      else if (neutral == r.consumers.size())
+        d.reason = "its consumers read only its sizes, which no layout changes";
+      else if (converted > 0 && converted + neutral == r.consumers.size())
         d.reason = "already converted by an existing aten::contiguous";
       else if (unmeasured == r.consumers.size())
         d.reason = "no consumer could be measured in isolation";
@@ -356,6 +381,8 @@ private:
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
       std::string name = op ? op->kind : "op " + std::to_string(c.op_id);
+      if (readsOnlySizes(c.op_id))
+        continue;
       if (!c.accepts_noncontiguous) {
         d.reason = name + " needs a contiguous input";
         return d;

@@ -478,6 +478,33 @@ TEST(Scheduler, AProgramsConversionMustSuitEveryUseOfTheValue) {
       << dp.reason;
 }
 
+TEST(Scheduler, ReadersOfSizesNeitherBlockNorServeAConversion) {
+  // `B, C = w.shape` after `w = v.contiguous()`: aten::size is never re-run (no layout changes
+  // sizes), and it must not keep the wasted conversion. aten::stride does see the layout.
+  for (const std::string kind : {"aten::size", "aten::stride"}) {
+    Fixture f;
+    Op op = f.p.ops[4];
+    op.id = 5;
+    op.kind = kind;
+    op.anchor.expr = "w.shape";
+    f.p.ops.push_back(op);
+    ConsumerTiming c;
+    c.op_id = 5;
+    c.note = "reads only sizes or flags, not the data; not re-run";
+    f.p.records[2].consumers.push_back(c);
+    f.v().consumers.push_back(c); // v read by it too: no saving there, no veto
+    const Schedule s = makeSchedule(f.p, f.cost);
+    EXPECT_EQ(f.decisionFor(s, 10).action, Action::Sync) << kind;
+    const Decision& d = f.decisionFor(s, 11);
+    if (kind == "aten::size") {
+      EXPECT_EQ(d.action, Action::Remove) << d.reason;
+    } else {
+      EXPECT_EQ(d.action, Action::None);
+      EXPECT_EQ(d.reason, "aten::stride could not be measured without the conversion");
+    }
+  }
+}
+
 TEST(Scheduler, ParseBytes) {
   EXPECT_EQ(parseBytes("1048576"), 1048576);
   EXPECT_EQ(parseBytes("512M"), 512ll << 20);
