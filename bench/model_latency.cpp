@@ -33,6 +33,7 @@ struct Args {
   int warmup = 5;
   int threads = 0;
   std::string input_file; // torch.save of a tensor, tuple or list; else the model's example inputs
+  std::vector<std::string> op_libraries; // --load-library
 };
 
 int run(const Args& args) {
@@ -96,9 +97,11 @@ int main(int argc, char** argv) {
       args.threads = value();
     else if (s == "--input-file")
       args.input_file = text();
+    else if (s == "--load-library")
+      args.op_libraries.push_back(text());
     else if (s == "-h" || s == "--help") {
       std::printf("usage: xbench-latency ORIGINAL.pt REWRITTEN.pt [--runs N] [--warmup N] "
-                  "[--threads N] [--input-file INPUTS.pt]\n");
+                  "[--threads N] [--input-file INPUTS.pt] [--load-library OPS.so]\n");
       return kExitOk;
     } else
       pos.push_back(s);
@@ -109,5 +112,9 @@ int main(int argc, char** argv) {
   }
   args.a = pos[0];
   args.b = pos[1];
-  return runGuarded("xbench-latency", [&] { return run(args); });
+  return runGuarded("xbench-latency", [&] {
+    for (const auto& lib : args.op_libraries)
+      loadOpLibrary(lib);
+    return run(args);
+  });
 }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +45,19 @@ std::string readFile(const std::string& path) {
 bool isRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void loadOpLibrary(const std::string& path) {
+  if (!isRegularFile(path))
+    throw InputError(path, "cannot load op library: no such file");
+  // By its full path: a name without a slash would be looked up on the loader's search path.
+  char* full = ::realpath(path.c_str(), nullptr);
+  const std::string resolved = full ? full : path;
+  std::free(full);
+  if (!::dlopen(resolved.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    const char* why = ::dlerror();
+    throw InputError(path, std::string("cannot load op library: ") + (why ? why : "dlopen failed"));
+  }
 }
 
 std::string selfExePath() {

@@ -74,9 +74,9 @@ void measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
     return;
   }
   if (!GraphRunner::canRunInIsolation(reader)) {
-    c.note = reader->kind().ns() == c10::namespaces::aten
-                 ? "mutates an input or has side effects; not re-run"
-                 : "not an aten op; not re-run in isolation";
+    c.note = reader->kind().ns() == c10::namespaces::prim
+                 ? "an instruction of the interpreter, not an op; not re-run in isolation"
+                 : "mutates an input or has side effects; not re-run";
     return;
   }
   for (const Node* n : {user, reader})

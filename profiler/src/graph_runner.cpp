@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -48,6 +52,7 @@ bool isBuiltin(const Node* n) {
   case c10::aten::__is__:
   case c10::aten::__isnot__:
   case c10::aten::wait: // the consumer side of an async conversion (xrewrite --form fast)
+  case c10::aten::warn: // `warnings.warn(...)` in the model's code
   case c10::prim::CallMethod:
   case c10::prim::Enter:
   case c10::prim::Exit:
@@ -137,6 +142,15 @@ void runBuiltin(const Node* n, torch::jit::Stack& stack) {
       in.resize(4); // self, then None for the exception's type, value and traceback
     obj->type()->getMethod(name).run(in);
     stack = std::move(in);
+  } else if (k == c10::aten::warn) {
+    // The JIT warns through c10's handler; the profile runs the model many times, so each
+    // message is shown once.
+    static std::mutex mu;
+    static std::set<std::string> shown;
+    const std::string msg = in.empty() || !in[0].isString() ? "" : in[0].toStringRef();
+    std::lock_guard<std::mutex> lock(mu);
+    if (shown.insert(msg).second)
+      std::fprintf(stderr, "warning: the model warns: %s\n", msg.c_str());
   } else if (k == c10::aten::wait) {
     auto future = in.at(0).toFuture();
     future->wait();
@@ -414,7 +428,9 @@ bool GraphRunner::hasValue(const Trace& trace, const Value* v) const {
 }
 
 bool GraphRunner::canRunInIsolation(const Node* node) {
-  if (node->kind().ns() != c10::namespaces::aten || !node->maybeSchema())
+  // ATen's ops and those of libraries of custom ops (torchvision::roi_align, a project's own)
+  // run through the dispatcher alike; the interpreter's own instructions (prim::) do not.
+  if (node->kind().ns() == c10::namespaces::prim || !node->maybeSchema() || !node->maybeOperator())
     return false;
   const auto& schema = node->schema();
   for (const auto& arg : schema.arguments())

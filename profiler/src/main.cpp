@@ -8,6 +8,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
 #include "xalloc/profiler/run_program.h"
 #include "xalloc/profiler/tool.h"
 #include "xalloc/rewriter/cpp_rewrite.h"
@@ -112,6 +113,10 @@ int main(int argc, char** argv) {
   app.add_option("model", p.model, "TorchScript model file (torch.jit.save)")->required();
   app.add_option("-o,--output", o.output, "write profile.json here (default: stdout)");
   app.add_option("--method", p.method, "method to profile")->capture_default_str();
+  std::vector<std::string> op_libraries;
+  app.add_option("--load-library", op_libraries,
+                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
+                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
   app.add_option("--input-shape", o.input_shapes,
                  "shape of an input, e.g. 4x64 (repeat per input; default: the model's "
                  "xalloc/example_inputs.json)");
@@ -158,5 +163,9 @@ int main(int argc, char** argv) {
     }
     p.sweep_max_bytes = *bytes;
   }
-  return xalloc::runGuarded("xprof", [&] { return xalloc::profiler::runXprof(o); });
+  return xalloc::runGuarded("xprof", [&] {
+    for (const auto& lib : op_libraries)
+      xalloc::loadOpLibrary(lib);
+    return xalloc::profiler::runXprof(o);
+  });
 }

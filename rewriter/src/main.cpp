@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "xalloc/io.h"
 #include "xalloc/rewriter/tool.h"
 #include "xalloc/tool.h"
 
@@ -27,6 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "write the rewritten model here");
   app.add_option("--method", o.method,
                  "method to rewrite (default: the one the schedule was made for)");
+  std::vector<std::string> op_libraries;
+  app.add_option("--load-library", op_libraries,
+                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
+                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
   app.add_flag("--diff", o.diff, "print the graph before/after as a unified diff");
   app.add_flag("--check", o.check, "write nothing; exit 1 when the model needs changes, 0 if not");
   bool no_verify = false;
@@ -59,5 +64,9 @@ int main(int argc, char** argv) {
   if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;
-  return xalloc::runGuarded("xrewrite", [&] { return xalloc::rewriter::runXrewrite(o); });
+  return xalloc::runGuarded("xrewrite", [&] {
+    for (const auto& lib : op_libraries)
+      xalloc::loadOpLibrary(lib);
+    return xalloc::rewriter::runXrewrite(o);
+  });
 }

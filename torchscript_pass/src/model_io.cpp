@@ -36,7 +36,16 @@ LoadedModel loadModel(const std::string& path) {
   try {
     m.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
   } catch (const std::exception& e) {
-    throw InputError(path, "cannot load TorchScript model: " + firstLine(e.what()));
+    std::string why = firstLine(e.what());
+    // An op from a library of custom ops (torchvision::nms): say how to load it.
+    if (why.find("Unknown builtin op: ") != std::string::npos &&
+        why.find("aten::") == std::string::npos) {
+      if (!why.empty() && why.back() == '.')
+        why.pop_back();
+      why += "; load the library that defines it with --load-library FILE (torchvision's ops: "
+             "its _C*.so)";
+    }
+    throw InputError(path, "cannot load TorchScript model: " + why);
   }
   m.extra_files.insert(extra.begin(), extra.end());
   return m;

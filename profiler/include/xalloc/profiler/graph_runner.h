@@ -54,7 +54,8 @@ public:
   /// False for values the run never computed (they sit in a branch that was not taken).
   bool hasValue(const Trace& trace, const torch::jit::Value* v) const;
 
-  /// True when runOp can run this node in isolation (an aten op without mutation).
+  /// True when runOp can run this node in isolation: a registered op (ATen's or a custom op
+  /// library's) that writes none of its inputs and has no side effects.
   static bool canRunInIsolation(const torch::jit::Node* node);
 
 private:
