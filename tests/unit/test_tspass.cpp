@@ -397,6 +397,34 @@ def forward(self, x):
   EXPECT_TRUE(info.hasWriters(vt)) << "after self.state = self.v, state's write reaches v";
 }
 
+// A tensor stored into a container in place (`lst.append(y)`, `d[k] = y`) and read back out of
+// it is the same tensor: a write through the copy read back is a write to y. (Only what a list
+// was made from used to count, so a conversion of y placed before that write copied stale data.)
+TEST(TorchScriptPass, WritesThroughAContainerReachWhatWasStoredInIt) {
+  for (const char* store : {"lst.append(y)", "d[\"k\"] = y"}) {
+    const bool list = store[0] == 'l';
+    torch::jit::Module m("m");
+    m.define(std::string(R"JIT(
+def forward(self, x):
+    y = x.t()
+    lst: List[Tensor] = []
+    d: Dict[str, Tensor] = {}
+    )JIT") + store +
+             (list ? "\n    lst[0].mul_(2.0)" : "\n    d[\"k\"].mul_(2.0)") +
+             R"JIT(
+    z = torch.mm(x, x)
+    return torch.mm(y, x) + z.t()
+)JIT");
+    auto g = inlineMethod(m, "forward");
+    GraphIndex index(*g);
+    MutationInfo info(g);
+    const auto* y = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+    const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::mm, 0))]->output();
+    EXPECT_TRUE(info.hasWriters(y)) << store << ", then a write to what comes back out, writes y";
+    EXPECT_FALSE(info.hasWriters(z)) << store << ": z never went in";
+  }
+}
+
 TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguous) {
   auto g = std::make_shared<torch::jit::Graph>();
   torch::jit::Value* x = g->addInput("x");

@@ -94,10 +94,54 @@ MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
     for (Node* n : b->nodes()) {
       for (torch::jit::Block* sub : n->blocks())
         blocks.push_back(sub);
-      if (n->blocks().empty())
+      if (n->blocks().empty()) {
         collectWriters(n);
+        collectStores(n);
+      }
     }
   }
+  resolveStores();
+}
+
+// A container written in place by a node (`aten::append(t[](a!) self, t el)`, `aten::insert`,
+// `aten::_set_item` of a dict, `aten::extend`): every other input may end up in it, and a
+// tensor read back out of it (`lst[0]`) may be any of them.
+void MutationInfo::collectStores(Node* n) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema)
+    return;
+  const auto& args = schema->arguments();
+  for (std::size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
+    const auto* info = args[i].alias_info();
+    const c10::TypePtr& t = n->input(i)->type();
+    if (!info || !info->isWrite() || (!t->cast<c10::ListType>() && !t->cast<c10::DictType>()))
+      continue;
+    std::vector<const Value*> stored;
+    for (std::size_t j = 0; j < n->inputs().size(); ++j)
+      if (j != i)
+        stored.push_back(n->input(j));
+    stores_.emplace_back(n->input(i), std::move(stored));
+  }
+}
+
+// The roots of containers grow with what is stored into them, and what is stored may itself
+// come out of a container: iterate to the fixed point (roots only grow, and there are finitely
+// many), computing every value afresh each round so nothing is cached from an earlier guess.
+void MutationInfo::resolveStores() {
+  for (bool changed = !stores_.empty(); changed;) {
+    changed = false;
+    roots_.clear();
+    for (const auto& [container, stored] : stores_) {
+      std::vector<long> add = stored_roots_[container];
+      for (const Value* v : stored)
+        add = unite(std::move(add), memoryRoots(v));
+      if (add != stored_roots_[container]) {
+        stored_roots_[container] = std::move(add);
+        changed = true;
+      }
+    }
+  }
+  roots_.clear();
 }
 
 MutationInfo::~MutationInfo() = default;
@@ -152,9 +196,9 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
   } else if (k == c10::prim::Constant) {
     r = {static_cast<long>(v->unique())};
   } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct ||
-             k == c10::prim::ListUnpack || k == c10::prim::TupleUnpack ||
-             k == c10::prim::TupleIndex || k == c10::prim::unchecked_cast ||
-             k == c10::aten::__getitem__) {
+             k == c10::prim::DictConstruct || k == c10::prim::ListUnpack ||
+             k == c10::prim::TupleUnpack || k == c10::prim::TupleIndex ||
+             k == c10::prim::unchecked_cast || k == c10::aten::__getitem__) {
     r = ofInputs(0);
   } else if (k == c10::prim::If) {
     for (const torch::jit::Block* b : n->blocks())
@@ -195,6 +239,8 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
   } else {
     r = {kUnknown};
   }
+  if (auto st = stored_roots_.find(v); st != stored_roots_.end())
+    r = unite(std::move(r), st->second);
   roots_[v] = r;
   return r;
 }

@@ -48,6 +48,8 @@ private:
     std::vector<const torch::jit::Value*> written; // tensors whose memory the node writes
   };
   void collectWriters(torch::jit::Node* n);
+  void collectStores(torch::jit::Node* n);
+  void resolveStores();
 
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<torch::jit::AliasDb> db_;
@@ -57,6 +59,11 @@ private:
   const torch::jit::Module* self_ = nullptr; // nullptr: all module state is one root
   mutable std::unordered_map<const void*, long> storage_roots_;
   mutable std::unordered_map<const torch::jit::Value*, std::vector<long>> roots_;
+  /// Nodes that put values into a list or dict in place (`lst.append(t)`, `d[k] = t`): the
+  /// container, and what goes into it.
+  std::vector<std::pair<const torch::jit::Value*, std::vector<const torch::jit::Value*>>> stores_;
+  /// A container's roots beyond what it was made from: those of everything stored into it.
+  std::unordered_map<const torch::jit::Value*, std::vector<long>> stored_roots_;
 };
 
 } // namespace xalloc::tspass
