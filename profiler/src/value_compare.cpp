@@ -1,7 +1,8 @@
-// bitwiseEqual for tensors, lists, tuples and scalars.
+// bitwiseEqual for tensors, lists, tuples, dicts and scalars.
 #include "xalloc/profiler/value_compare.h"
 
 #include <cstring>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -45,6 +46,17 @@ bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b) {
         return false;
     return true;
   }
+  if (a.isGenericDict() && b.isGenericDict()) {
+    // In insertion order, as a dict's outputs come out of the model (detection results).
+    const auto da = a.toGenericDict();
+    const auto db = b.toGenericDict();
+    if (da.size() != db.size())
+      return false;
+    for (auto ia = da.begin(), ib = db.begin(); ia != da.end(); ++ia, ++ib)
+      if (!bitwiseEqual(ia->key(), ib->key()) || !bitwiseEqual(ia->value(), ib->value()))
+        return false;
+    return true;
+  }
   if (a.isDouble() && b.isDouble()) {
     double x = a.toDouble(), y = b.toDouble();
     return std::memcmp(&x, &y, sizeof x) == 0;
@@ -79,6 +91,14 @@ bool sameLayoutOf(const c10::IValue& a, const c10::IValue& b) {
                                         b.toTupleRef().elements().vec());
   if (a.isList() && b.isList())
     return xalloc::profiler::sameLayout(a.toListRef().vec(), b.toListRef().vec());
+  if (a.isGenericDict() && b.isGenericDict()) {
+    std::vector<c10::IValue> va, vb;
+    for (const auto& e : a.toGenericDict())
+      va.push_back(e.value());
+    for (const auto& e : b.toGenericDict())
+      vb.push_back(e.value());
+    return xalloc::profiler::sameLayout(va, vb);
+  }
   return true;
 }
 } // namespace

@@ -58,24 +58,6 @@ const formats::Op& opById(const formats::Profile& p, std::int64_t id) {
 
 } // namespace
 
-TEST(ValueCompare, BitsAndLayouts) {
-  auto a = at::randn({4, 6});
-  auto t = a.t().contiguous().t(); // same values, column-major strides
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(t)));
-  EXPECT_FALSE(profiler::sameLayout({a}, {t}));
-  EXPECT_TRUE(profiler::sameLayout({a}, {a.clone()}));
-  auto b = a.clone();
-  b.view(-1)[5] = std::nextafter(b.view(-1)[5].item<float>(), 1e9f); // one ulp
-  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(b)));
-  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(a.to(at::kDouble))));
-  auto nan = at::full({2}, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(nan), c10::IValue(nan.clone())));
-  auto tup = c10::ivalue::Tuple::create({c10::IValue(a), c10::IValue(int64_t{3})});
-  auto tup2 = c10::ivalue::Tuple::create({c10::IValue(t), c10::IValue(int64_t{3})});
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(tup), c10::IValue(tup2)));
-  EXPECT_FALSE(profiler::sameLayout({c10::IValue(tup)}, {c10::IValue(tup2)}));
-}
-
 class RunnerMatchesJit : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RunnerMatchesJit, SameOutputsBitForBit) {

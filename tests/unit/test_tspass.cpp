@@ -395,6 +395,25 @@ def forward(self, x):
   const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t))]->output();
   MutationInfo info(g, &m);
   EXPECT_TRUE(info.hasWriters(vt)) << "after self.state = self.v, state's write reaches v";
+
+  // Assigning a flag (torchvision's detection models set `self._has_warned = True`) moves no
+  // storage: attributes keep their own allocations.
+  torch::jit::Module f("f");
+  f.register_parameter("v", at::randn({4, 4}), false);
+  f.register_buffer("counter", at::zeros({1}));
+  f.register_attribute("warned", c10::BoolType::get(), false);
+  f.define(R"JIT(
+def forward(self, x, training: bool):
+    if not self.warned:
+        self.warned = True
+    if training:
+        self.counter.add_(1.0)
+    return torch.mm(x, self.v.t())
+)JIT");
+  auto gf = inlineMethod(f, "forward");
+  GraphIndex fi(*gf);
+  const auto* ft = fi.ops()[static_cast<std::size_t>(opOf(fi, c10::aten::t))]->output();
+  EXPECT_FALSE(MutationInfo(gf, &f).hasWriters(ft)) << "counter.add_ cannot reach v";
 }
 
 // A tensor stored into a container in place (`lst.append(y)`, `d[k] = y`) and read back out of

@@ -26,15 +26,38 @@ bool isStorageRoot(long r) {
   return r <= kFirstStorage;
 }
 
-bool assignsAttributes(const torch::jit::Block* b) {
-  for (const Node* n : b->nodes()) {
-    if (n->kind() == c10::prim::SetAttr)
-      return true;
-    for (const torch::jit::Block* sub : n->blocks())
-      if (assignsAttributes(sub))
-        return true;
+// A value of this type can hold no tensor: assigning it to an attribute cannot make one
+// attribute share another's storage (`self._has_warned = True` in torchvision's detection
+// models).
+bool holdsNoTensor(const c10::TypePtr& t) {
+  switch (t->kind()) {
+  case c10::TypeKind::BoolType:
+  case c10::TypeKind::IntType:
+  case c10::TypeKind::FloatType:
+  case c10::TypeKind::ComplexType:
+  case c10::TypeKind::NumberType:
+  case c10::TypeKind::StringType:
+  case c10::TypeKind::NoneType:
+  case c10::TypeKind::DeviceObjType:
+  case c10::TypeKind::ScalarTypeType:
+  case c10::TypeKind::LayoutType:
+    return true;
+  case c10::TypeKind::OptionalType:
+    return holdsNoTensor(t->expectRef<c10::OptionalType>().getElementType());
+  default:
+    return false;
   }
-  return false;
+}
+
+// Names of the attributes the graph assigns a value that may hold a tensor (on the module, a
+// submodule or an object it creates).
+void assignedNames(const torch::jit::Block* b, std::set<std::string>& out) {
+  for (const Node* n : b->nodes()) {
+    if (n->kind() == c10::prim::SetAttr && !holdsNoTensor(n->inputs().at(1)->type()))
+      out.insert(n->s(c10::attr::name));
+    for (const torch::jit::Block* sub : n->blocks())
+      assignedNames(sub, out);
+  }
 }
 
 bool isTensorLike(const c10::TypePtr& t) {
@@ -85,8 +108,9 @@ bool intersects(const std::vector<long>& a, const std::vector<long>& b) {
 MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
                            const torch::jit::Module* self)
     : graph_(graph), db_(std::make_unique<torch::jit::AliasDb>(graph)) {
-  if (self && !graph->inputs().empty() && !assignsAttributes(graph->block()))
+  if (self && !graph->inputs().empty())
     self_ = self;
+  assignedNames(graph->block(), assigned_);
   std::vector<torch::jit::Block*> blocks{graph->block()};
   while (!blocks.empty()) {
     torch::jit::Block* b = blocks.back();
@@ -248,14 +272,18 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
 // The storage a chain of prim::GetAttr from `self` reads, as a root; kModuleState when the
 // chain starts elsewhere or ends in something that is not a tensor with a storage.
 long MutationInfo::attributeRoot(const Value* v) const {
-  if (!self_)
-    return kModuleState;
   std::vector<std::string> path;
   const Value* at = v;
   while (at->node()->kind() == c10::prim::GetAttr) {
     path.push_back(at->node()->s(c10::attr::name));
     at = at->node()->input();
   }
+  // What the graph itself assigns is not what the module holds now: it may be any value.
+  for (const std::string& name : path)
+    if (assigned_.count(name))
+      return kUnknown;
+  if (!self_)
+    return kModuleState;
   if (at != graph_->inputs()[0])
     return kModuleState;
   c10::IValue obj = self_->_ivalue();

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <memory>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +28,9 @@ public:
   /// attribute read through a chain of prim::GetAttr from it then has its own memory root, one
   /// per storage (attributes that share a storage, like tied weights, share it), so a write to
   /// one buffer (BatchNorm's running statistics) is not a write to every parameter. Without it,
-  /// or when the graph assigns attributes (prim::SetAttr), all module state is one root.
+  /// all module state is one root. An attribute the graph assigns something that may hold a
+  /// tensor (prim::SetAttr; flags and numbers do not count) may be anything when read: its
+  /// root is unknown, on any object.
   explicit MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
                         const torch::jit::Module* self = nullptr);
   ~MutationInfo();
@@ -57,6 +61,7 @@ private:
 
   std::vector<Writer> writers_;
   const torch::jit::Module* self_ = nullptr; // nullptr: all module state is one root
+  std::set<std::string> assigned_; // attributes the graph assigns (prim::SetAttr): unknown
   mutable std::unordered_map<const void*, long> storage_roots_;
   mutable std::unordered_map<const torch::jit::Value*, std::vector<long>> roots_;
   /// Nodes that put values into a list or dict in place (`lst.append(t)`, `d[k] = t`): the

@@ -1,0 +1,52 @@
+// Comparing model outputs: bit for bit (what xprof's checks and xrewrite's verification ask),
+// and by layout (what runs downstream of a consumer can tell).
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <gtest/gtest.h>
+
+#include "xalloc/profiler/value_compare.h"
+
+using namespace xalloc;
+
+TEST(ValueCompare, BitsAndLayouts) {
+  auto a = at::randn({4, 6});
+  auto t = a.t().contiguous().t(); // same values, column-major strides
+  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(t)));
+  EXPECT_FALSE(profiler::sameLayout({a}, {t}));
+  EXPECT_TRUE(profiler::sameLayout({a}, {a.clone()}));
+  auto b = a.clone();
+  b.view(-1)[5] = std::nextafter(b.view(-1)[5].item<float>(), 1e9f); // one ulp
+  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(b)));
+  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(a.to(at::kDouble))));
+  auto nan = at::full({2}, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(nan), c10::IValue(nan.clone())));
+  auto tup = c10::ivalue::Tuple::create({c10::IValue(a), c10::IValue(int64_t{3})});
+  auto tup2 = c10::ivalue::Tuple::create({c10::IValue(t), c10::IValue(int64_t{3})});
+  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(tup), c10::IValue(tup2)));
+  EXPECT_FALSE(profiler::sameLayout({c10::IValue(tup)}, {c10::IValue(tup2)}));
+}
+
+TEST(ValueCompare, DictsCompareByKeyAndValueInOrder) {
+  // Detection models return List[Dict[str, Tensor]]: boxes, labels, scores.
+  auto make = [](const at::Tensor& boxes, const char* second) {
+    c10::Dict<std::string, at::Tensor> d;
+    d.insert("boxes", boxes);
+    d.insert(second, at::arange(3));
+    return c10::IValue(d);
+  };
+  auto boxes = at::randn({3, 4});
+  EXPECT_TRUE(profiler::bitwiseEqual(make(boxes, "labels"), make(boxes.clone(), "labels")));
+  auto moved = boxes.clone();
+  moved[0][0] = moved[0][0].item<float>() + 1.0f;
+  EXPECT_FALSE(profiler::bitwiseEqual(make(boxes, "labels"), make(moved, "labels")));
+  EXPECT_FALSE(profiler::bitwiseEqual(make(boxes, "labels"), make(boxes, "scores")));
+  c10::Dict<std::string, at::Tensor> empty;
+  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(empty), c10::IValue(empty.copy())));
+  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(empty), make(boxes, "labels")));
+  const auto column_major = boxes.t().contiguous().t();
+  EXPECT_TRUE(profiler::bitwiseEqual(make(boxes, "labels"), make(column_major, "labels")));
+  EXPECT_FALSE(profiler::sameLayout({make(boxes, "labels")}, {make(column_major, "labels")}));
+}
