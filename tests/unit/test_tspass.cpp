@@ -444,6 +444,35 @@ def forward(self, x):
   }
 }
 
+// A loop-carried value is its initial value in the first trip and what the body hands on after;
+// the loop's output is either. A write to it reaches exactly those allocations (a weight read
+// elsewhere stays unwritten), instead of everything.
+TEST(TorchScriptPass, WritesToLoopCarriedValuesReachWhatTheyMayBe) {
+  for (const bool first_trip_writes_x : {false, true}) {
+    torch::jit::Module m("m");
+    m.register_parameter("w", at::randn({4, 4}), false);
+    m.define(std::string(R"JIT(
+def forward(self, x, n: int):
+    z = x.t()
+    h = x
+    for i in range(n):
+)JIT") +
+             (first_trip_writes_x ? "        h.add_(1.0)\n        h = h * 2.0\n"
+                                  : "        h = h * 2.0\n        h.add_(1.0)\n") +
+             R"JIT(
+    return torch.mm(h, self.w.t()) + z.sum()
+)JIT");
+    auto g = inlineMethod(m, "forward");
+    GraphIndex index(*g);
+    MutationInfo info(g, &m);
+    const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+    const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+    EXPECT_EQ(info.hasWriters(z), first_trip_writes_x)
+        << "h is x in the first trip; the add_ reaches it only before h is reassigned";
+    EXPECT_FALSE(info.hasWriters(wt)) << "no write in the loop can reach the weight";
+  }
+}
+
 TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguous) {
   auto g = std::make_shared<torch::jit::Graph>();
   torch::jit::Value* x = g->addInput("x");

@@ -122,9 +122,11 @@ MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
         collectWriters(n);
         collectStores(n);
       }
+      if (n->kind() == c10::prim::Loop)
+        loops_.push_back(n);
     }
   }
-  resolveStores();
+  resolve();
 }
 
 // A container written in place by a node (`aten::append(t[](a!) self, t el)`, `aten::insert`,
@@ -148,11 +150,14 @@ void MutationInfo::collectStores(Node* n) {
   }
 }
 
-// The roots of containers grow with what is stored into them, and what is stored may itself
-// come out of a container: iterate to the fixed point (roots only grow, and there are finitely
-// many), computing every value afresh each round so nothing is cached from an earlier guess.
-void MutationInfo::resolveStores() {
-  for (bool changed = !stores_.empty(); changed;) {
+// Two kinds of roots feed back on themselves. Containers grow with what is stored into them,
+// and what is stored may itself come out of a container; a loop-carried value is its initial
+// value in the first trip and what the body hands on after. Both are solved to the fixed point:
+// start from nothing, recompute every value afresh each round so nothing is cached from an
+// earlier guess, and widen until a round changes nothing (roots only grow, and there are
+// finitely many).
+void MutationInfo::resolve() {
+  for (bool changed = !stores_.empty() || !loops_.empty(); changed;) {
     changed = false;
     roots_.clear();
     for (const auto& [container, stored] : stores_) {
@@ -162,6 +167,19 @@ void MutationInfo::resolveStores() {
       if (add != stored_roots_[container]) {
         stored_roots_[container] = std::move(add);
         changed = true;
+      }
+    }
+    // prim::Loop(max, cond, init...) block(i, carried...) -> (cond, next...)
+    for (const Node* loop : loops_) {
+      const torch::jit::Block* body = loop->blocks()[0];
+      for (std::size_t k = 1; k < body->inputs().size(); ++k) {
+        std::vector<long> est =
+            unite(memoryRoots(loop->input(k + 1)), memoryRoots(body->outputs()[k]));
+        std::vector<long>& cur = carried_roots_[body->inputs()[k]];
+        if (est != cur) {
+          cur = unite(std::move(est), cur);
+          changed = true;
+        }
       }
     }
   }
@@ -211,10 +229,13 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
     return acc;
   };
   if (k == c10::prim::Param) {
-    if (n->owningBlock() == graph_->block())
+    if (n->owningBlock() == graph_->block()) {
       r = {inputRoot(v->offset())};
-    else
-      r = {kUnknown}; // a loop-carried value
+    } else if (auto c = carried_roots_.find(v); c != carried_roots_.end()) {
+      r = c->second; // a loop-carried value: the current estimate (resolve)
+    } else if (v->offset() == 0 || n->owningBlock()->owningNode()->kind() != c10::prim::Loop) {
+      r = {kUnknown}; // the trip counter (an int), or a block parameter of another kind
+    } // else: a loop-carried value not estimated yet, while resolving: nothing so far
   } else if (k == c10::prim::GetAttr) {
     r = {attributeRoot(v)};
   } else if (k == c10::prim::Constant) {
@@ -228,7 +249,9 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
     for (const torch::jit::Block* b : n->blocks())
       r = unite(std::move(r), memoryRoots(b->outputs()[v->offset()]));
   } else if (k == c10::prim::Loop) {
-    r = {kUnknown};
+    // What the loop hands out: its initial value (no trip) or what the last trip handed on.
+    r = unite(memoryRoots(n->input(v->offset() + 2)),
+              memoryRoots(n->blocks()[0]->outputs()[v->offset() + 1]));
   } else if (const c10::FunctionSchema* schema = n->maybeSchema()) {
     const auto& ret = schema->returns();
     const c10::AliasInfo* out_info =

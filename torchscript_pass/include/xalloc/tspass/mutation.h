@@ -53,7 +53,7 @@ private:
   };
   void collectWriters(torch::jit::Node* n);
   void collectStores(torch::jit::Node* n);
-  void resolveStores();
+  void resolve();
 
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<torch::jit::AliasDb> db_;
@@ -69,6 +69,9 @@ private:
   std::vector<std::pair<const torch::jit::Value*, std::vector<const torch::jit::Value*>>> stores_;
   /// A container's roots beyond what it was made from: those of everything stored into it.
   std::unordered_map<const torch::jit::Value*, std::vector<long>> stored_roots_;
+  std::vector<const torch::jit::Node*> loops_; // every prim::Loop of the graph
+  /// A loop-carried value's roots: its initial value's and those of what the body hands on.
+  std::unordered_map<const torch::jit::Value*, std::vector<long>> carried_roots_;
 };
 
 } // namespace xalloc::tspass
