@@ -473,6 +473,28 @@ def forward(self, x, n: int):
   }
 }
 
+// An index, a count or a flag points into no memory: `parts[i]` is one of the list's tensors,
+// not anything at all because `i` is unknown; a new object (prim::CreateObject) is fresh.
+TEST(TorchScriptPass, NumbersPointIntoNoMemory) {
+  torch::jit::Module m("m");
+  m.register_parameter("w", at::randn({4, 4}), false);
+  m.define(R"JIT(
+def forward(self, x, i: int):
+    z = x.t()
+    parts = [z, x]
+    parts[i].add_(1.0)
+    return torch.mm(x, self.w.t())
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  MutationInfo info(g, &m);
+  const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+  const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+  EXPECT_TRUE(info.hasWriters(z)) << "parts[i] may be z";
+  EXPECT_FALSE(info.hasWriters(wt)) << "parts[i] is never the weight";
+  EXPECT_TRUE(info.memoryRoots(g->inputs()[2]).empty());
+}
+
 TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguous) {
   auto g = std::make_shared<torch::jit::Graph>();
   torch::jit::Value* x = g->addInput("x");

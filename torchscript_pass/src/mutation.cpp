@@ -222,6 +222,11 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
   const Node* n = v->node();
   const auto k = n->kind();
   std::vector<long> r;
+  // A number, a flag or a string points into no tensor's memory (a list index, a trip count).
+  if (holdsNoTensor(v->type())) {
+    roots_[v] = r;
+    return r;
+  }
   auto ofInputs = [&](std::size_t from) {
     std::vector<long> acc;
     for (std::size_t i = from; i < n->inputs().size(); ++i)
@@ -238,7 +243,8 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
     } // else: a loop-carried value not estimated yet, while resolving: nothing so far
   } else if (k == c10::prim::GetAttr) {
     r = {attributeRoot(v)};
-  } else if (k == c10::prim::Constant) {
+  } else if (k == c10::prim::Constant || k == c10::prim::CreateObject) {
+    // (a new object: what its attributes are set to is seen through prim::SetAttr)
     r = {static_cast<long>(v->unique())};
   } else if (k == c10::prim::ListConstruct || k == c10::prim::TupleConstruct ||
              k == c10::prim::DictConstruct || k == c10::prim::ListUnpack ||
