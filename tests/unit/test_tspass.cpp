@@ -442,6 +442,22 @@ def forward(self, x):
     EXPECT_TRUE(info.hasWriters(y)) << store << ", then a write to what comes back out, writes y";
     EXPECT_FALSE(info.hasWriters(z)) << store << ": z never went in";
   }
+  // Stored through an alias of the list (an If's output that may be a or b), read from a.
+  torch::jit::Module m("m");
+  m.define(R"JIT(
+def forward(self, x, flag: bool):
+    y = x.t()
+    a: List[Tensor] = []
+    b: List[Tensor] = []
+    c = a if flag else b
+    c.append(y)
+    a[0].add_(1.0)
+    return torch.mm(y, x)
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  const auto* y = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+  EXPECT_TRUE(MutationInfo(g).hasWriters(y)) << "c may be a: a[0] may be y";
 }
 
 // A loop-carried value is its initial value in the first trip and what the body hands on after;

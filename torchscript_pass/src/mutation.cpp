@@ -157,16 +157,47 @@ void MutationInfo::collectStores(Node* n) {
 // earlier guess, and widen until a round changes nothing (roots only grow, and there are
 // finitely many).
 void MutationInfo::resolve() {
+  // A store into a container is a store into every container that may be the same object (`c =
+  // a if flag else b; c.append(t)` stores into a and b), as the alias analysis sees it.
+  std::vector<const Value*> containers;
+  auto collect = [&](const Value* v) {
+    if (v->type()->cast<c10::ListType>() || v->type()->cast<c10::DictType>())
+      containers.push_back(v);
+  };
+  std::vector<const torch::jit::Block*> blocks{graph_->block()};
+  while (!blocks.empty()) {
+    const torch::jit::Block* b = blocks.back();
+    blocks.pop_back();
+    for (const Value* v : b->inputs())
+      collect(v);
+    for (const Node* n : b->nodes()) {
+      for (const Value* v : n->outputs())
+        collect(v);
+      for (const torch::jit::Block* sub : n->blocks())
+        blocks.push_back(sub);
+    }
+  }
+  std::vector<std::vector<const Value*>> targets(stores_.size());
+  for (std::size_t i = 0; i < stores_.size(); ++i) {
+    const Value* c = stores_[i].first;
+    targets[i].push_back(c);
+    for (const Value* o : containers)
+      if (o != c && db_->mayAlias(c, o))
+        targets[i].push_back(o);
+  }
   for (bool changed = !stores_.empty() || !loops_.empty(); changed;) {
     changed = false;
     roots_.clear();
-    for (const auto& [container, stored] : stores_) {
-      std::vector<long> add = stored_roots_[container];
-      for (const Value* v : stored)
+    for (std::size_t i = 0; i < stores_.size(); ++i) {
+      std::vector<long> add;
+      for (const Value* v : stores_[i].second)
         add = unite(std::move(add), memoryRoots(v));
-      if (add != stored_roots_[container]) {
-        stored_roots_[container] = std::move(add);
-        changed = true;
+      for (const Value* t : targets[i]) {
+        std::vector<long> grown = unite(stored_roots_[t], add);
+        if (grown != stored_roots_[t]) {
+          stored_roots_[t] = std::move(grown);
+          changed = true;
+        }
       }
     }
     // prim::Loop(max, cond, init...) block(i, carried...) -> (cond, next...)
