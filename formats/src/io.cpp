@@ -48,8 +48,11 @@ bool isRegularFile(const std::string& path) {
 }
 
 void loadOpLibrary(const std::string& path) {
-  if (!isRegularFile(path))
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
     throw InputError(path, "cannot load op library: no such file");
+  if (!S_ISREG(st.st_mode))
+    throw InputError(path, "cannot load op library: not a regular file");
   // By its full path: a name without a slash would be looked up on the loader's search path.
   char* full = ::realpath(path.c_str(), nullptr);
   const std::string resolved = full ? full : path;

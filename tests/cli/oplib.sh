@@ -28,6 +28,8 @@ expect_error 2 'model.pt: error: cannot load TorchScript model: Unknown builtin 
   -- xprof model.pt "${IN[@]}" "${QUICK[@]}"
 expect_error 2 '^xprof: error: /nonexistent/ops.so: cannot load op library: no such file|^/nonexistent/ops.so: error: cannot load op library: no such file' \
   -- xprof model.pt --load-library /nonexistent/ops.so "${IN[@]}" "${QUICK[@]}"
+expect_error 2 '^\.: error: cannot load op library: not a regular file' \
+  -- xprof model.pt --load-library . "${IN[@]}" "${QUICK[@]}"
 echo "not a library" >bad.so
 expect_error 2 'bad.so: error: cannot load op library: .*(invalid ELF header|too short|file too short)' \
   -- xprof model.pt --load-library bad.so "${IN[@]}" "${QUICK[@]}"
