@@ -64,6 +64,10 @@ std::string Layout::key() const {
   return dtype + joinInts(sizes) + "/" + joinInts(strides) + "@" + device;
 }
 
+std::string Layout::sizesText() const {
+  return joinInts(sizes);
+}
+
 bool Anchor::sameSite(const Anchor& o) const {
   return file == o.file && function == o.function && expr == o.expr && op == o.op &&
          ordinal == o.ordinal;

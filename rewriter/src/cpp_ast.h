@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include <clang/AST/ParentMapContext.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Tooling/CompilationDatabase.h>
 
 #include "xalloc/formats/common.h"
 
@@ -169,5 +171,18 @@ std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t
 /// The smallest call of type at::Tensor whose text covers the anchor's line:col (see the .cpp).
 Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
                      const formats::Anchor& a);
+
+/// What to do with each parsed translation unit.
+using OnParsed = std::function<void(ASTContext&)>;
+
+/// `fixed_args` (flags after `--`) when given, or else `build_dir`'s compile_commands.json.
+/// Throws InputError when the folder has none.
+std::unique_ptr<tooling::CompilationDatabase>
+compilationDatabase(const std::string& build_dir, const std::vector<std::string>& fixed_args);
+
+/// Parses `f` with its compile command and calls `on_parsed` with the AST. Throws InputError
+/// with Clang's first diagnostic when it does not parse.
+void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
+               const OnParsed& on_parsed);
 
 } // namespace xalloc::rewriter::ast

@@ -4,30 +4,20 @@
 #include "cpp_ast.h"
 
 #include <algorithm>
-#include <cstdio>
-
-#include <fcntl.h>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
-#include <unistd.h>
 #include <unordered_map>
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/ParentMapContext.h>
 #include <clang/AST/RecursiveASTVisitor.h>
-#include <clang/Frontend/CompilerInstance.h>
-#include <clang/Frontend/FrontendAction.h>
-#include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/Lexer.h>
-#include <clang/Tooling/ArgumentsAdjusters.h>
 #include <clang/Tooling/CompilationDatabase.h>
-#include <clang/Tooling/Tooling.h>
-#include <llvm/Support/raw_ostream.h>
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
@@ -393,103 +383,6 @@ private:
   std::set<std::tuple<std::string, unsigned, unsigned>> edited_;
   std::set<std::string> include_added_;
 };
-
-using OnParsed = std::function<void(ASTContext&)>;
-
-class Consumer : public ASTConsumer {
-public:
-  Consumer(const OnParsed& f, std::string& error, CompilerInstance& ci)
-      : f_(f), error_(error), ci_(ci) {}
-  void HandleTranslationUnit(ASTContext& ctx) override {
-    if (ci_.getDiagnostics().hasErrorOccurred()) {
-      error_ = "Clang could not parse it";
-      return;
-    }
-    const SourceManager& sm = ctx.getSourceManager();
-    if (sm.getFileEntryForID(sm.getMainFileID()))
-      f_(ctx);
-  }
-
-private:
-  const OnParsed& f_;
-  std::string& error_;
-  CompilerInstance& ci_;
-};
-
-class Action : public ASTFrontendAction {
-public:
-  Action(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
-  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
-    return std::make_unique<Consumer>(f_, error_, ci);
-  }
-
-private:
-  const OnParsed& f_;
-  std::string& error_;
-};
-
-class Factory : public tooling::FrontendActionFactory {
-public:
-  Factory(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
-  std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(f_, error_); }
-
-private:
-  const OnParsed& f_;
-  std::string& error_;
-};
-
-std::unique_ptr<tooling::CompilationDatabase>
-compilationDatabase(const std::string& build_dir, const std::vector<std::string>& fixed_args) {
-  if (!fixed_args.empty() || build_dir.empty()) {
-    std::vector<std::string> args = fixed_args;
-    return std::make_unique<tooling::FixedCompilationDatabase>(".", args);
-  }
-  std::string err;
-  auto db = tooling::CompilationDatabase::loadFromDirectory(build_dir, err);
-  if (!db)
-    throw InputError(build_dir, "no compilation database: " + firstLine(err));
-  return db;
-}
-
-// Parses `f` with its compile command and calls `on_parsed` with the AST. Throws InputError
-// with Clang's first diagnostic when it does not parse.
-void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
-               const OnParsed& on_parsed) {
-  const std::string path = canonical(f);
-  (void)readFile(f); // a clear error, in the name the user gave, for a missing file
-  std::string error;
-  Factory factory(on_parsed, error);
-  tooling::ClangTool tool(db, {path});
-  // Compile commands written for GCC may carry warning flags Clang does not know, and -Werror
-  // would make them fatal: warnings are not ours to judge here, only the parse.
-  tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-      {"-Wno-unknown-warning-option", "-Wno-error"}, tooling::ArgumentInsertPosition::END));
-  std::string diagnostics;
-  llvm::raw_string_ostream diag_stream(diagnostics);
-  // The printer holds the options by reference count.
-  TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
-  tool.setDiagnosticConsumer(&printer);
-  tool.setPrintErrorMessage(false);
-  // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  const int null = ::open("/dev/null", O_WRONLY);
-  if (null >= 0)
-    ::dup2(null, 2);
-  const int rc = tool.run(&factory);
-  std::fflush(stderr);
-  if (saved >= 0) {
-    ::dup2(saved, 2);
-    ::close(saved);
-  }
-  if (null >= 0)
-    ::close(null);
-  if (rc != 0 || !error.empty()) {
-    diag_stream.flush();
-    std::string first = diagnostics.substr(0, diagnostics.find('\n'));
-    throw InputError(f, "cannot parse: " + (first.empty() ? error : first));
-  }
-}
 
 } // namespace
 

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
 #include "xalloc/memplan/liveness.h"
 #include "xalloc/scheduler/problem.h"
 
+#include "candidates.h"
 #include "memory_internal.h"
 
 namespace xalloc::scheduler {
@@ -31,24 +31,6 @@ double medianStandardError(double iqr, std::int64_t n) {
 }
 
 namespace {
-
-// A site as the per-site rules see it: the decision they would take alone, and what an async
-// conversion of it would gain.
-struct Candidate {
-  Decision decision;
-  double saving = 0, cost = 0, margin = 0;
-  bool can_async = false; // the saving beats the noise margin once the cost is hidden
-  /// The edit is ruled out whatever it gains: it would change results or what runs after, or it
-  /// cannot be judged. Otherwise a `none` only says the gain is too small to be sure of.
-  bool veto = false;
-  Action edit = Action::Sync; // what the site's edit is: sync, or remove for a conversion
-};
-
-std::string fmtMs(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
-  return buf;
-}
 
 class Decider {
 public:
@@ -446,92 +428,6 @@ struct Built {
   std::vector<std::int64_t> window_ids; // problem window index -> idle event id
   std::vector<std::size_t> site_of;     // candidate -> problem site
 };
-
-// The candidates one source edit decides together. In a program's profile a site is an
-// expression of the program's source, reached under one call stack: a helper that several
-// functions call (`dense(x, w, b)` reading `w.t()`), or a module used in two places, is several
-// sites with one anchor, and the edit that converts (or removes) it changes every call. A
-// TorchScript model's ops are graph nodes, each edited alone.
-std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
-                                                 const std::vector<Candidate>& cands) {
-  std::vector<std::vector<std::size_t>> groups;
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::int64_t,
-                      std::int64_t, std::int64_t, std::int64_t>,
-           std::size_t>
-      by_anchor;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    const Decision& d = cands[i].decision;
-    const formats::Anchor& a = d.anchor;
-    if (p.model.format == "libtorch-program" && !a.file.empty()) {
-      const auto key = std::make_tuple(a.file, a.function, a.expr, a.op, a.ordinal, a.line, a.col,
-                                       d.output_index);
-      const auto [it, fresh] = by_anchor.emplace(key, groups.size());
-      if (!fresh) {
-        groups[it->second].push_back(i);
-        continue;
-      }
-    }
-    groups.push_back({i});
-  }
-  return groups;
-}
-
-std::string sizesText(const std::vector<std::int64_t>& sizes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    s += (i ? "," : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
-// Members of a group take one action. A member whose conversion is ruled out (other bits or
-// layouts, a write, nothing measured) vetoes the edit for all. Otherwise the calls are weighed
-// together: the edit is made when their gains summed beat their margins combined (independent
-// noise adds in quadrature), so a helper's small call neither blocks a large gain nor rides on
-// it unpriced. A group is never async: each call would need its own window and hand-off.
-void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& group) {
-  if (group.size() < 2)
-    return;
-  const Candidate* veto = nullptr;
-  const Candidate* idle = nullptr; // a member none alone
-  double net = 0, var = 0;
-  for (std::size_t i : group) {
-    Candidate& c = cands[i];
-    c.can_async = false;
-    if (c.veto && !veto)
-      veto = &c;
-    if (c.decision.action == Action::None && !idle)
-      idle = &c;
-    net += c.saving - c.cost;
-    var += c.margin * c.margin;
-  }
-  const double margin = std::sqrt(var);
-  const std::string calls =
-      "one edit changes all " + std::to_string(group.size()) + " calls of this expression";
-  auto on = [](const Candidate& c) {
-    return "the call on " + sizesText(c.decision.layout.sizes) + ": " + c.decision.reason;
-  };
-  std::string reason;
-  if (veto)
-    reason = calls + ", and it is ruled out for " + on(*veto);
-  else if (net <= margin && idle)
-    reason = calls + ", and together they gain " + fmtMs(net) + ", not more than the margin " +
-             fmtMs(margin) + " (" + on(*idle) + ")";
-  if (!reason.empty()) {
-    for (std::size_t i : group)
-      if (cands[i].decision.action != Action::None) {
-        cands[i].decision.action = Action::None;
-        cands[i].decision.reason = reason;
-      }
-    return;
-  }
-  if (!idle || net > margin)
-    for (std::size_t i : group) {
-      Decision& d = cands[i].decision;
-      d.action = cands[i].edit;
-      d.reason +=
-          "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";
-    }
-}
 
 Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const SchedOptions& o) {
   Built b;

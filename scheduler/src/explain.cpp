@@ -66,10 +66,7 @@ std::string explainSchedule(const formats::Schedule& s) {
       where = where.substr(slash + 1);
     sites.push_back(where + ":" + std::to_string(line));
     exprs.push_back(expr);
-    std::string sz = "[";
-    for (std::size_t i = 0; i < d.layout.sizes.size(); ++i)
-      sz += (i ? "," : "") + std::to_string(d.layout.sizes[i]);
-    sizes.push_back(sz + "]");
+    sizes.push_back(d.layout.sizesText());
   }
   const std::size_t site_w = columnWidth(sites, 22, 40);
   const std::size_t expr_w = columnWidth(exprs, 34, 56);

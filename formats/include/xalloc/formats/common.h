@@ -32,6 +32,8 @@ struct Layout {
   bool isContiguous() const;
   /// Stable key: "float32[4,4,64,32]/[24576,32,384,1]@cpu".
   std::string key() const;
+  /// The sizes as "[4,4,64,32]".
+  std::string sizesText() const;
 };
 
 /// Where an op came from in the model's source ("text" is the whole source line).

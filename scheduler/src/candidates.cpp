@@ -1,0 +1,90 @@
+// Candidates and the sites one source edit decides together (candidates.h).
+#include "candidates.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace xalloc::scheduler {
+
+using formats::Action;
+using formats::Decision;
+using formats::Profile;
+
+std::string fmtMs(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
+  return buf;
+}
+
+std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
+                                                 const std::vector<Candidate>& cands) {
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::int64_t,
+                      std::int64_t, std::int64_t, std::int64_t>,
+           std::size_t>
+      by_anchor;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const Decision& d = cands[i].decision;
+    const formats::Anchor& a = d.anchor;
+    if (p.model.format == "libtorch-program" && !a.file.empty()) {
+      const auto key = std::make_tuple(a.file, a.function, a.expr, a.op, a.ordinal, a.line, a.col,
+                                       d.output_index);
+      const auto [it, fresh] = by_anchor.emplace(key, groups.size());
+      if (!fresh) {
+        groups[it->second].push_back(i);
+        continue;
+      }
+    }
+    groups.push_back({i});
+  }
+  return groups;
+}
+
+void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& group) {
+  if (group.size() < 2)
+    return;
+  const Candidate* veto = nullptr;
+  const Candidate* idle = nullptr; // a member none alone
+  double net = 0, var = 0;
+  for (std::size_t i : group) {
+    Candidate& c = cands[i];
+    c.can_async = false;
+    if (c.veto && !veto)
+      veto = &c;
+    if (c.decision.action == Action::None && !idle)
+      idle = &c;
+    net += c.saving - c.cost;
+    var += c.margin * c.margin;
+  }
+  const double margin = std::sqrt(var);
+  const std::string calls =
+      "one edit changes all " + std::to_string(group.size()) + " calls of this expression";
+  auto on = [](const Candidate& c) {
+    return "the call on " + c.decision.layout.sizesText() + ": " + c.decision.reason;
+  };
+  std::string reason;
+  if (veto)
+    reason = calls + ", and it is ruled out for " + on(*veto);
+  else if (net <= margin && idle)
+    reason = calls + ", and together they gain " + fmtMs(net) + ", not more than the margin " +
+             fmtMs(margin) + " (" + on(*idle) + ")";
+  if (!reason.empty()) {
+    for (std::size_t i : group)
+      if (cands[i].decision.action != Action::None) {
+        cands[i].decision.action = Action::None;
+        cands[i].decision.reason = reason;
+      }
+    return;
+  }
+  if (!idle || net > margin)
+    for (std::size_t i : group) {
+      Decision& d = cands[i].decision;
+      d.action = cands[i].edit;
+      d.reason +=
+          "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";
+    }
+}
+
+} // namespace xalloc::scheduler
