@@ -20,6 +20,7 @@
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/value_compare.h"
+#include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 #include "xalloc/tspass/model_io.h"
 
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
   args.a = pos[0];
   args.b = pos[1];
   return runGuarded("xbench-latency", [&] {
+    runtime::loadOps(); // models rewritten with --form fast call xalloc:: ops
     for (const auto& lib : args.op_libraries)
       loadOpLibrary(lib);
     return run(args);

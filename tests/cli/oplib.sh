@@ -55,6 +55,16 @@ xrewrite model.pt -s schedule.json --load-library "$XALLOC_TEST_OPS" "${IN[@]}" 
 xrewrite out.pt -s schedule.json --load-library "$XALLOC_TEST_OPS" "${IN[@]}" --check -q ||
   fail "a second rewrite would change the model"
 
+# Side by side: xbench-latency needs the library too, and runs the fast form's xalloc:: ops
+# (x-allocator's own runtime) without being told.
+"$XALLOC_PYTHON" -c 'import sys, torch; torch.save(torch.randn(64, 256), sys.argv[1])' in.pt
+expect_error 2 'Unknown builtin op: xtest::scaled_row_sum; load the library' \
+  -- xbench-latency model.pt out.pt --input-file in.pt --runs 30 --warmup 1
+xrewrite model.pt -s schedule.json --load-library "$XALLOC_TEST_OPS" "${IN[@]}" -o fast.pt -q --form fast
+xbench-latency model.pt fast.pt --load-library "$XALLOC_TEST_OPS" --input-file in.pt --runs 30 \
+  --warmup 1 >bench.txt
+grep -q 'outputs: bit-identical' bench.txt || fail "xbench-latency: $(cat bench.txt)"
+
 # Independently of xrewrite's own check: the same bits from Python, with the library loaded.
 "$XALLOC_PYTHON" - "$XALLOC_TEST_OPS" model.pt out.pt <<'PY'
 import sys, torch
