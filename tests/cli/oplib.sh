@@ -75,5 +75,9 @@ for seed in range(3):
     x = torch.randn(64, 256)
     ya, yb = a(x), b(x)
     assert torch.equal(ya, yb) and ya.stride() == yb.stride(), "outputs differ"
+# The archive's records sit under "archive/", not under a temporary file's name.
+import zipfile
+roots = {n.split("/")[0] for n in zipfile.ZipFile(sys.argv[3]).namelist()}
+assert roots == {"archive"}, roots
 PY
 echo "cli.oplib: ok"

@@ -1,13 +1,11 @@
 // loadModel / saveModel.
 #include "xalloc/tspass/model_io.h"
 
-#include <cstdio>
 #include <sstream>
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <unistd.h>
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
@@ -72,17 +70,15 @@ void canonicalize(LoadedModel& model, const std::string& method) {
 void saveModel(const torch::jit::Module& module, const std::string& path,
                const std::map<std::string, std::string>& extra_files) {
   torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Through memory, so the archive's records sit under "archive/" (as a save to a stream from
+  // Python puts them), not under the name of a temporary file.
+  std::ostringstream bytes;
   try {
-    module.save(tmp, extra);
+    module.save(bytes, extra);
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
     throw InputError(path, "cannot save model: " + firstLine(e.what()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot replace file");
-  }
+  writeFileAtomic(path, bytes.str());
 }
 
 } // namespace xalloc::tspass
