@@ -44,11 +44,11 @@ std::size_t columnWidth(const std::vector<std::string>& cells, std::size_t least
 } // namespace
 
 std::string explainSchedule(const formats::Schedule& s) {
-  std::vector<std::string> sites, exprs, sizes;
+  std::vector<std::string> sites, exprs, outputs, sizes;
   for (const auto& d : s.decisions) {
     // A site without an anchor (an op libtorch runs for a program's call) shows the line of the
     // call that ran it; one without an expression (a part of a `chunk`) shows the op.
-    std::string where = d.anchor.file, expr = d.anchor.expr;
+    std::string where = d.anchor.file, expr = d.anchor.expr, output;
     std::int64_t line = d.anchor.line;
     if (const formats::Op* op = s.findOp(d.producer)) {
       if (where.empty()) {
@@ -57,6 +57,9 @@ std::string explainSchedule(const formats::Schedule& s) {
       }
       if (expr.empty())
         expr = op->kind;
+      // One output of several (`x.split(...)`, `unbind`): which one, kept when the text is cut.
+      if (op->outputs.size() > 1)
+        output = " [" + std::to_string(d.output_index) + "]";
       // A model's module path tells apart sites that share their source (every nn.Linear's
       // is linear.py:114); a program's scope is its function, already in the anchor.
       if (s.model.format == "torchscript" && !op->scope.empty())
@@ -65,7 +68,8 @@ std::string explainSchedule(const formats::Schedule& s) {
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);
     sites.push_back(where + ":" + std::to_string(line));
-    exprs.push_back(expr);
+    exprs.push_back(expr + output);
+    outputs.push_back(output);
     sizes.push_back(d.layout.sizesText());
   }
   const std::size_t site_w = columnWidth(sites, 22, 40);
@@ -77,7 +81,14 @@ std::string explainSchedule(const formats::Schedule& s) {
       << padded("sizes", sizes_w) << " " << padded("action", 7) << "  cost ms  save ms  why\n";
   for (std::size_t i = 0; i < s.decisions.size(); ++i) {
     const auto& d = s.decisions[i];
-    out << paddedTail(sites[i], site_w) << " " << padded(exprs[i], expr_w) << " "
+    // A cut expression keeps its output index: "x.split(...)... [1]".
+    const std::string& o = outputs[i];
+    std::string expr = exprs[i];
+    if (!o.empty() && expr.size() > expr_w) {
+      expr.resize(expr.size() - o.size());
+      expr = padded(expr, expr_w - o.size()) + o;
+    }
+    out << paddedTail(sites[i], site_w) << " " << padded(expr, expr_w) << " "
         << padded(sizes[i], sizes_w) << " " << padded(formats::actionName(d.action), 7) << " "
         << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
         << "\n";

@@ -348,6 +348,17 @@ TEST(Scheduler, ExplainNamesEverySite) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("/src/"), std::string::npos) << text;
+
+  // One output of several (`x.split(...)`) says which, even when its expression is cut.
+  for (auto& op : s.ops)
+    if (op.id == s.decisions[0].producer)
+      op.outputs = {10, 13};
+  s.decisions[0].output_index = 1;
+  s.decisions[0].anchor.expr = "x.split(" + std::string(80, 'n') + ")";
+  text = explainSchedule(s);
+  EXPECT_NE(text.find("blocks.0.fc: x.split(" + std::string(28, 'n') + "... [1] [64,64]"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
