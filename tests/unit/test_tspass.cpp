@@ -54,6 +54,11 @@ std::int64_t opOf(const GraphIndex& index, c10::Symbol kind, int nth = 0) {
   return -1;
 }
 
+// The output of the nth op of this kind.
+const torch::jit::Value* outputOf(const GraphIndex& index, c10::Symbol kind, int nth = 0) {
+  return index.ops()[static_cast<std::size_t>(opOf(index, kind, nth))]->output();
+}
+
 formats::Decision syncOf(const GraphIndex& index, std::int64_t producer,
                          std::vector<std::int64_t> consumers) {
   formats::Decision d;
@@ -339,9 +344,8 @@ def forward(self, x, training: bool):
   auto g = inlineMethod(m, "forward");
   MutationInfo info(g);
   GraphIndex index(*g);
-  const auto* y =
-      index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::transpose))]->output();
-  const auto* w = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::mm))]->output();
+  const auto* y = outputOf(index, c10::aten::transpose);
+  const auto* w = outputOf(index, c10::aten::mm);
   const auto* x = g->inputs()[1];
   EXPECT_FALSE(info.hasWriters(y)) << "the buffer write cannot reach a view of the input";
   EXPECT_FALSE(info.hasWriters(x));
@@ -370,8 +374,8 @@ def forward(self, x, training: bool):
 )JIT");
   auto g = inlineMethod(m, "forward");
   GraphIndex index(*g);
-  const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
-  const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+  const auto* wt = outputOf(index, c10::aten::t, 0);
+  const auto* vt = outputOf(index, c10::aten::t, 1);
   MutationInfo coarse(g);
   EXPECT_TRUE(coarse.hasWriters(vt)) << "without the module, all state is one allocation";
   MutationInfo fine(g, &m);
@@ -392,7 +396,7 @@ def forward(self, x):
 )JIT");
   auto g = inlineMethod(m, "forward");
   GraphIndex index(*g);
-  const auto* vt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t))]->output();
+  const auto* vt = outputOf(index, c10::aten::t);
   MutationInfo info(g, &m);
   EXPECT_TRUE(info.hasWriters(vt)) << "after self.state = self.v, state's write reaches v";
 
@@ -412,7 +416,7 @@ def forward(self, x, training: bool):
 )JIT");
   auto gf = inlineMethod(f, "forward");
   GraphIndex fi(*gf);
-  const auto* ft = fi.ops()[static_cast<std::size_t>(opOf(fi, c10::aten::t))]->output();
+  const auto* ft = outputOf(fi, c10::aten::t);
   EXPECT_FALSE(MutationInfo(gf, &f).hasWriters(ft)) << "counter.add_ cannot reach v";
 }
 
@@ -437,8 +441,8 @@ def forward(self, x):
     auto g = inlineMethod(m, "forward");
     GraphIndex index(*g);
     MutationInfo info(g);
-    const auto* y = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
-    const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::mm, 0))]->output();
+    const auto* y = outputOf(index, c10::aten::t, 0);
+    const auto* z = outputOf(index, c10::aten::mm, 0);
     EXPECT_TRUE(info.hasWriters(y)) << store << ", then a write to what comes back out, writes y";
     EXPECT_FALSE(info.hasWriters(z)) << store << ": z never went in";
   }
@@ -456,7 +460,7 @@ def forward(self, x, flag: bool):
 )JIT");
   auto g = inlineMethod(m, "forward");
   GraphIndex index(*g);
-  const auto* y = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
+  const auto* y = outputOf(index, c10::aten::t, 0);
   EXPECT_TRUE(MutationInfo(g).hasWriters(y)) << "c may be a: a[0] may be y";
 }
 
@@ -481,8 +485,8 @@ def forward(self, x, n: int):
     auto g = inlineMethod(m, "forward");
     GraphIndex index(*g);
     MutationInfo info(g, &m);
-    const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
-    const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+    const auto* z = outputOf(index, c10::aten::t, 0);
+    const auto* wt = outputOf(index, c10::aten::t, 1);
     EXPECT_EQ(info.hasWriters(z), first_trip_writes_x)
         << "h is x in the first trip; the add_ reaches it only before h is reassigned";
     EXPECT_FALSE(info.hasWriters(wt)) << "no write in the loop can reach the weight";
@@ -504,8 +508,8 @@ def forward(self, x, i: int):
   auto g = inlineMethod(m, "forward");
   GraphIndex index(*g);
   MutationInfo info(g, &m);
-  const auto* z = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 0))]->output();
-  const auto* wt = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::t, 1))]->output();
+  const auto* z = outputOf(index, c10::aten::t, 0);
+  const auto* wt = outputOf(index, c10::aten::t, 1);
   EXPECT_TRUE(info.hasWriters(z)) << "parts[i] may be z";
   EXPECT_FALSE(info.hasWriters(wt)) << "parts[i] is never the weight";
   EXPECT_TRUE(info.memoryRoots(g->inputs()[2]).empty());
