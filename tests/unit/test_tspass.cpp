@@ -13,6 +13,7 @@
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/mutation.h"
 #include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/source_info.h"
 
 using namespace xalloc;
 using namespace xalloc::tspass;
@@ -513,6 +514,38 @@ def forward(self, x, i: int):
   EXPECT_TRUE(info.hasWriters(z)) << "parts[i] may be z";
   EXPECT_FALSE(info.hasWriters(wt)) << "parts[i] is never the weight";
   EXPECT_TRUE(info.memoryRoots(g->inputs()[2]).empty());
+}
+
+// The inlined graph may hold copies of a site that the saved code drops (MultiheadAttention's
+// paths that never run): three per layer before, one after. The module path still carries over,
+// one per layer in order (nn.TransformerEncoder's out_proj rows had none in --explain).
+TEST(TorchScriptPass, ScopesCarryOverCopiesTheSavedCodeDrops) {
+  auto source = std::make_shared<torch::jit::Source>("y = linear(x)\n", "m.py", 1);
+  const torch::jit::SourceRange range(source, 4, 13);
+  auto build = [&](const std::vector<std::string>& scopes) {
+    auto g = std::make_shared<torch::jit::Graph>();
+    torch::jit::Value* x = g->addInput("x");
+    const auto root = c10::make_intrusive<torch::jit::Scope>();
+    for (const auto& name : scopes) {
+      torch::jit::Node* n = g->insertNode(g->create(c10::aten::relu, {x}));
+      n->setSourceRange(range);
+      if (!name.empty())
+        n->setScope(root->push(c10::Symbol::scope(name)));
+    }
+    return g;
+  };
+  const auto from = build({"0.attn", "0.attn", "0.attn", "1.attn", "1.attn", "1.attn"});
+  const auto to = build({"", ""});
+  carryScopes(*from, *to);
+  std::vector<std::string> got;
+  for (const torch::jit::Node* n : to->nodes())
+    got.push_back(moduleScope(n));
+  EXPECT_EQ(got, (std::vector<std::string>{"0.attn", "1.attn"}));
+  // Names that do not line up either way are left out, not guessed.
+  const auto three = build({"", "", ""});
+  carryScopes(*from, *three);
+  for (const torch::jit::Node* n : three->nodes())
+    EXPECT_EQ(moduleScope(n), "");
 }
 
 TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguous) {

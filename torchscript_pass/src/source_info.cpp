@@ -310,9 +310,18 @@ void carryScopes(const torch::jit::Graph& from, torch::jit::Graph& to) {
     const auto& names = scopes.at(key);
     const bool shared = std::all_of(names.begin(), names.end(),
                                     [&](const std::string& s) { return s == names.front(); });
+    // The inlined graph may hold copies the saved code drops (MultiheadAttention's paths that
+    // never run): each module's copies sit together, so with repeats collapsed the names line
+    // up again, one per module, in order.
+    std::vector<std::string> modules;
+    for (const auto& s : names)
+      if (modules.empty() || modules.back() != s)
+        modules.push_back(s);
+    const auto& in_order = nodes.size() == names.size() ? names : modules;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const std::string& name =
-          nodes.size() == names.size() ? names[i] : (shared ? names.front() : std::string());
+      const std::string& name = nodes.size() == in_order.size() ? in_order[i]
+                                : shared                        ? names.front()
+                                                                : std::string();
       if (!name.empty())
         nodes[i]->setScope(root->push(c10::Symbol::scope(name)));
     }

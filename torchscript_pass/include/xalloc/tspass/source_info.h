@@ -49,8 +49,9 @@ std::string moduleScope(const torch::jit::Node* node);
 /// Saved code keeps source ranges but not inlined call stacks, so a graph loaded back from an
 /// inlined model knows no module scopes. Gives each node of `to` the scope of the node of `from`
 /// (the inlined graph it was saved from) at the same source position with the same kind: the
-/// k-th such node takes the k-th one's scope when both graphs have as many, or the scope they
-/// all share otherwise (loading drops code that can never run); else it stays unscoped.
+/// k-th such node takes the k-th one's scope when both graphs have as many; else, since loading
+/// drops code that can never run, the k-th of the scopes with repeats collapsed (one per module,
+/// in order) when those line up, or the scope they all share; else it stays unscoped.
 void carryScopes(const torch::jit::Graph& from, torch::jit::Graph& to);
 
 namespace detail {
