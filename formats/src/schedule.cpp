@@ -30,6 +30,11 @@ std::optional<Action> parseAction(const std::string& s) {
   return std::nullopt;
 }
 
+bool sameExpression(const Decision& a, const Decision& b) {
+  return a.output_index == b.output_index && a.anchor.sameSite(b.anchor) &&
+         a.anchor.line == b.anchor.line && a.anchor.col == b.anchor.col;
+}
+
 std::int64_t Schedule::count(Action a) const {
   std::int64_t n = 0;
   for (const auto& d : decisions)

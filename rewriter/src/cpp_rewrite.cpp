@@ -122,17 +122,13 @@ public:
   // decisions are then done with: it is reported once.
   std::string disagreement(std::size_t i) {
     const formats::Decision& d = s_.decisions[i];
-    auto same = [&](const formats::Decision& o) {
-      return o.output_index == d.output_index && o.anchor.sameSite(d.anchor) &&
-             o.anchor.line == d.anchor.line && o.anchor.col == d.anchor.col;
-    };
     std::string other;
     for (const auto& o : s_.decisions)
-      if (o.action != d.action && same(o))
+      if (o.action != d.action && formats::sameExpression(o, d))
         other = formats::actionName(o.action);
     if (!other.empty())
       for (std::size_t j = 0; j < s_.decisions.size(); ++j)
-        if (same(s_.decisions[j]))
+        if (formats::sameExpression(s_.decisions[j], d))
           handled_.insert(j);
     return other;
   }

@@ -1,10 +1,9 @@
 // Candidates and the sites one source edit decides together (candidates.h).
 #include "candidates.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <tuple>
 
 namespace xalloc::scheduler {
 
@@ -20,20 +19,16 @@ std::string fmtMs(double ms) {
 
 std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
                                                  const std::vector<Candidate>& cands) {
+  const bool program = p.model.format == "libtorch-program";
   std::vector<std::vector<std::size_t>> groups;
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::int64_t,
-                      std::int64_t, std::int64_t, std::int64_t>,
-           std::size_t>
-      by_anchor;
   for (std::size_t i = 0; i < cands.size(); ++i) {
     const Decision& d = cands[i].decision;
-    const formats::Anchor& a = d.anchor;
-    if (p.model.format == "libtorch-program" && !a.file.empty()) {
-      const auto key = std::make_tuple(a.file, a.function, a.expr, a.op, a.ordinal, a.line, a.col,
-                                       d.output_index);
-      const auto [it, fresh] = by_anchor.emplace(key, groups.size());
-      if (!fresh) {
-        groups[it->second].push_back(i);
+    if (program && !d.anchor.file.empty()) {
+      auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+        return formats::sameExpression(cands[g.front()].decision, d);
+      });
+      if (same != groups.end()) {
+        same->push_back(i);
         continue;
       }
     }

@@ -31,6 +31,11 @@ struct Decision {
   std::string reason;
 };
 
+/// Both decisions are about one expression of a source: the same site (Anchor::sameSite) at the
+/// same line and column, and the same output of it. In a C++ program's schedule that is one
+/// expression reached from several call stacks, which one source edit changes together.
+bool sameExpression(const Decision& a, const Decision& b);
+
 struct ScheduleSummary {
   double predicted_time_before_ms = 0;
   double predicted_time_after_ms = 0;
