@@ -26,9 +26,9 @@ bool isStorageRoot(long r) {
   return r <= kFirstStorage;
 }
 
-// A value of this type can hold no tensor: assigning it to an attribute cannot make one
-// attribute share another's storage (`self._has_warned = True` in torchvision's detection
-// models).
+// A value of this type can hold no tensor, so it points into no tensor's memory: a list index,
+// a trip count, a flag assigned to an attribute (`self._has_warned = True` in torchvision's
+// detection models).
 bool holdsNoTensor(const c10::TypePtr& t) {
   switch (t->kind()) {
   case c10::TypeKind::BoolType:
@@ -49,15 +49,8 @@ bool holdsNoTensor(const c10::TypePtr& t) {
   }
 }
 
-// Names of the attributes the graph assigns a value that may hold a tensor (on the module, a
-// submodule or an object it creates).
-void assignedNames(const torch::jit::Block* b, std::set<std::string>& out) {
-  for (const Node* n : b->nodes()) {
-    if (n->kind() == c10::prim::SetAttr && !holdsNoTensor(n->inputs().at(1)->type()))
-      out.insert(n->s(c10::attr::name));
-    for (const torch::jit::Block* sub : n->blocks())
-      assignedNames(sub, out);
-  }
+bool isContainer(const c10::TypePtr& t) {
+  return t->cast<c10::ListType>() || t->cast<c10::DictType>();
 }
 
 bool isTensorLike(const c10::TypePtr& t) {
@@ -110,23 +103,33 @@ MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
     : graph_(graph), db_(std::make_unique<torch::jit::AliasDb>(graph)) {
   if (self && !graph->inputs().empty())
     self_ = self;
-  assignedNames(graph->block(), assigned_);
+  std::vector<const Value*> containers; // every list and dict value
   std::vector<torch::jit::Block*> blocks{graph->block()};
   while (!blocks.empty()) {
     torch::jit::Block* b = blocks.back();
     blocks.pop_back();
+    for (const Value* v : b->inputs())
+      if (isContainer(v->type()))
+        containers.push_back(v);
     for (Node* n : b->nodes()) {
       for (torch::jit::Block* sub : n->blocks())
         blocks.push_back(sub);
+      for (const Value* v : n->outputs())
+        if (isContainer(v->type()))
+          containers.push_back(v);
       if (n->blocks().empty()) {
         collectWriters(n);
         collectStores(n);
       }
       if (n->kind() == c10::prim::Loop)
         loops_.push_back(n);
+      // An attribute assigned something that may hold a tensor (flags and numbers cannot make
+      // one attribute share another's storage).
+      if (n->kind() == c10::prim::SetAttr && !holdsNoTensor(n->inputs().at(1)->type()))
+        assigned_.insert(n->s(c10::attr::name));
     }
   }
-  resolve();
+  resolve(containers);
 }
 
 // A container written in place by a node (`aten::append(t[](a!) self, t el)`, `aten::insert`,
@@ -140,7 +143,7 @@ void MutationInfo::collectStores(Node* n) {
   for (std::size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
     const auto* info = args[i].alias_info();
     const c10::TypePtr& t = n->input(i)->type();
-    if (!info || !info->isWrite() || (!t->cast<c10::ListType>() && !t->cast<c10::DictType>()))
+    if (!info || !info->isWrite() || !isContainer(t))
       continue;
     std::vector<const Value*> stored;
     for (std::size_t j = 0; j < n->inputs().size(); ++j)
@@ -156,27 +159,9 @@ void MutationInfo::collectStores(Node* n) {
 // start from nothing, recompute every value afresh each round so nothing is cached from an
 // earlier guess, and widen until a round changes nothing (roots only grow, and there are
 // finitely many).
-void MutationInfo::resolve() {
+void MutationInfo::resolve(const std::vector<const Value*>& containers) {
   // A store into a container is a store into every container that may be the same object (`c =
   // a if flag else b; c.append(t)` stores into a and b), as the alias analysis sees it.
-  std::vector<const Value*> containers;
-  auto collect = [&](const Value* v) {
-    if (v->type()->cast<c10::ListType>() || v->type()->cast<c10::DictType>())
-      containers.push_back(v);
-  };
-  std::vector<const torch::jit::Block*> blocks{graph_->block()};
-  while (!blocks.empty()) {
-    const torch::jit::Block* b = blocks.back();
-    blocks.pop_back();
-    for (const Value* v : b->inputs())
-      collect(v);
-    for (const Node* n : b->nodes()) {
-      for (const Value* v : n->outputs())
-        collect(v);
-      for (const torch::jit::Block* sub : n->blocks())
-        blocks.push_back(sub);
-    }
-  }
   std::vector<std::vector<const Value*>> targets(stores_.size());
   for (std::size_t i = 0; i < stores_.size(); ++i) {
     const Value* c = stores_[i].first;

@@ -53,7 +53,7 @@ private:
   };
   void collectWriters(torch::jit::Node* n);
   void collectStores(torch::jit::Node* n);
-  void resolve();
+  void resolve(const std::vector<const torch::jit::Value*>& containers);
 
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<torch::jit::AliasDb> db_;
