@@ -22,32 +22,6 @@ const Record* Profile::findRecord(std::int64_t id) const {
   return nullptr;
 }
 
-json toJson(const InputSpec& v) {
-  json j{{"name", v.name}, {"shape", v.shape}, {"dtype", v.dtype}};
-  if (v.low)
-    j["low"] = *v.low;
-  if (v.high)
-    j["high"] = *v.high;
-  return j;
-}
-
-InputSpec readInputSpec(const JsonReader& r) {
-  InputSpec s;
-  s.name = r.getString("name", "");
-  s.shape = r.at("shape").toIntVector();
-  for (std::size_t i = 0; i < s.shape.size(); ++i)
-    if (s.shape[i] < 0)
-      r.at("shape").at(i).fail("expected a non-negative size");
-  s.dtype = r.getString("dtype", "float32");
-  if (dtypeSize(s.dtype) == 0)
-    r.at("dtype").fail("unknown dtype '" + s.dtype + "'");
-  s.low = r.getOptionalNumber("low");
-  s.high = r.getOptionalNumber("high");
-  if (s.low && s.high && *s.high <= *s.low)
-    r.at("high").fail("expected high > low");
-  return s;
-}
-
 namespace {
 
 void putOptionalMs(json& j, const char* key, const std::optional<double>& v) {

@@ -109,6 +109,12 @@ json toJson(const Schedule& s) {
   for (const auto& d : s.decisions)
     j["decisions"].push_back(toJson(d));
   const auto& m = s.summary;
+  if (!s.inputs.empty() || !s.input_file.empty()) {
+    j["inputs"] = json::array();
+    for (const auto& in : s.inputs)
+      j["inputs"].push_back(toJson(in));
+    j["input_file"] = s.input_file;
+  }
   j["summary"] = {
       {"predicted_time_before_ms", roundMs(m.predicted_time_before_ms)},
       {"predicted_time_after_ms", roundMs(m.predicted_time_after_ms)},
@@ -151,6 +157,9 @@ Schedule readSchedule(const JsonReader& r) {
         e.at("window_id").fail("unknown window id " + std::to_string(*d.window_id));
     }
   });
+  if (auto in = r.find("inputs"))
+    in->forEach([&](const JsonReader& e) { s.inputs.push_back(readInputSpec(e)); });
+  s.input_file = r.getString("input_file", "");
   auto m = r.at("summary");
   s.summary.predicted_time_before_ms = m.getNumber("predicted_time_before_ms");
   s.summary.predicted_time_after_ms = m.getNumber("predicted_time_after_ms");

@@ -70,10 +70,10 @@ std::string diffLabel(const char* prefix, const std::string& path, const std::st
 
 // Runs `method` of the models at `a` and `b` on the same seeded inputs and compares the outputs
 // bit for bit. Returns "" when they agree, else what differed.
-// With `fixed` inputs (--input-file), one run on exactly those.
+// With `fixed` inputs (read from `fixed_file`), one run on exactly those.
 std::string verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
                           const std::vector<formats::InputSpec>& specs, int runs,
-                          const std::vector<c10::IValue>* fixed) {
+                          const std::vector<c10::IValue>* fixed, const std::string& fixed_file) {
   auto ma = tspass::loadModel(a);
   auto mb = tspass::loadModel(b);
   if (fixed)
@@ -92,11 +92,51 @@ std::string verifyOutputs(const std::string& a, const std::string& b, const std:
       if (!profiler::bitwiseEqual(out_a, run(ma)))
         return "the original model itself gives different outputs on two runs of the same "
                "inputs, so no rewrite can be verified; --no-verify skips the check";
-      return fixed ? "outputs differ on the inputs of the --input-file"
+      return fixed ? "outputs differ on the inputs of " + fixed_file
                    : "outputs differ on example inputs with seed " + std::to_string(seed);
     }
   }
   return "";
+}
+
+// What the rewrite is verified on, first found of: --input-file, --input-shape and friends, the
+// inputs the profile was measured on (carried by the schedule), the model's own example inputs.
+struct VerifyInputs {
+  std::vector<formats::InputSpec> specs;
+  std::string file; // inputs read from this file (then `fixed` holds them)
+  std::vector<c10::IValue> fixed;
+  std::string origin;  // " (the profile's)" when they came from the schedule
+  std::string missing; // why nothing can be verified, when nothing was found
+};
+
+// Reads an input file before anything is written: a bad file leaves nothing behind.
+VerifyInputs verifyInputs(const XrewriteOptions& o, const formats::Schedule& schedule,
+                          tspass::LoadedModel& model) {
+  VerifyInputs v;
+  v.file = o.input_file;
+  v.specs = profiler::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
+  if (v.file.empty() && v.specs.empty()) {
+    v.origin = " (the profile's)";
+    if (!schedule.input_file.empty() && isRegularFile(schedule.input_file))
+      v.file = schedule.input_file;
+    else
+      v.specs = schedule.inputs;
+  }
+  if (v.file.empty() && v.specs.empty()) {
+    v.origin.clear();
+    v.specs = profiler::specFromExtraFiles(model.extra_files, o.model);
+  }
+  if (!v.file.empty()) {
+    v.fixed = profiler::parseInputFile(readFile(v.file), v.file);
+    (void)profiler::methodInputs(model.module, o.method, v.fixed, o.model); // do they fit?
+  } else if (v.specs.empty()) {
+    v.missing = schedule.input_file.empty()
+                    ? "outputs not verified: the model has no example inputs (pass --input-shape, "
+                      "or --no-verify to silence this)"
+                    : "outputs not verified: the profile's input file " + schedule.input_file +
+                          " is not there (pass --input-file, or --no-verify to silence this)";
+  }
+  return v;
 }
 
 } // namespace
@@ -106,12 +146,9 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   // Models rewritten in the fast form use xalloc:: ops: register them before any model loads.
   runtime::loadOps();
   tspass::LoadedModel model = tspass::loadModel(o.model);
-  // Read before anything is written: a bad file leaves nothing behind.
-  std::vector<c10::IValue> fixed;
-  if (o.verify && !o.input_file.empty() && !o.output.empty()) {
-    fixed = profiler::parseInputFile(readFile(o.input_file), o.input_file);
-    (void)profiler::methodInputs(model.module, o.method, fixed, o.model); // do they fit?
-  }
+  VerifyInputs verify;
+  if (o.verify && !o.output.empty())
+    verify = verifyInputs(o, schedule, model);
   warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
@@ -152,18 +189,13 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   const std::string tmp = o.output + ".xrewrite-tmp";
   tspass::saveModel(model.module, tmp, extra);
   if (o.verify) {
-    auto specs =
-        profiler::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
-    if (o.input_file.empty() && specs.empty())
-      specs = profiler::specFromExtraFiles(model.extra_files, o.model);
-    if (specs.empty() && o.input_file.empty()) {
-      printWarning(o.model, "outputs not verified: the model has no example inputs "
-                            "(pass --input-shape, or --no-verify to silence this)");
+    if (!verify.missing.empty()) {
+      printWarning(o.model, verify.missing);
     } else {
       std::string problem;
       try {
-        problem = verifyOutputs(o.model, tmp, o.method, specs, o.verify_runs,
-                                o.input_file.empty() ? nullptr : &fixed);
+        problem = verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
+                                verify.file.empty() ? nullptr : &verify.fixed, verify.file);
       } catch (...) {
         std::remove(tmp.c_str());
         throw;
@@ -175,9 +207,9 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
       }
       if (!o.quiet)
         std::cerr << "xrewrite: outputs bit-identical to the original on "
-                  << (o.input_file.empty() ? std::to_string(o.verify_runs) + " example input(s)"
-                                           : "the inputs of " + o.input_file)
-                  << "\n";
+                  << (verify.file.empty() ? std::to_string(o.verify_runs) + " example input(s)"
+                                          : "the inputs of " + verify.file)
+                  << verify.origin << "\n";
     }
   }
   if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {

@@ -522,6 +522,11 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   formats::Schedule s;
   s.model = p.model;
   s.device = p.device;
+  // What xrewrite verifies on: the file itself when there was one (its values, not random
+  // ones of its shapes: integer inputs such as token ids have a valid range only the file knows).
+  s.input_file = p.settings.input_file;
+  if (s.input_file.empty())
+    s.inputs = p.settings.inputs;
   s.ops = p.ops;
   s.gpu_idle_events = p.gpu_idle_events;
   std::vector<Candidate> cands = Decider(p, cost, o).decideAll();

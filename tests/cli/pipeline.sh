@@ -259,6 +259,37 @@ expect_error 2 "cached\.pt: error: 'forward' takes input 'past' of type List\[Tu
   xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached2.pt" --input-file "$WORK/cached-bad.pt"
 [[ ! -e "$WORK/cached2.pt" ]] || fail "cached: a bad --input-file left a model behind"
 
+# The schedule carries the inputs the profile was taken on: xrewrite verifies on them unasked,
+# the file itself when the profile read one (while it is there), else the generated shapes.
+xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached3.pt" 2>"$WORK/cached3.log" ||
+  fail "cached: $(cat "$WORK/cached3.log")"
+grep -q "bit-identical to the original on the inputs of $WORK/cached-in.pt (the profile's)" \
+  "$WORK/cached3.log" || fail "cached: not verified on the profile's input file: $(cat "$WORK/cached3.log")"
+mv "$WORK/cached-in.pt" "$WORK/cached-moved.pt"
+xrewrite "$WORK/cached.pt" -s "$WORK/cached-forced.json" -o "$WORK/cached3.pt" 2>"$WORK/cached3.log" ||
+  fail "cached: $(cat "$WORK/cached3.log")"
+grep -q "cached\.pt: warning: outputs not verified: the profile's input file $WORK/cached-in.pt is not there" \
+  "$WORK/cached3.log" || fail "cached: a missing profile input file: $(cat "$WORK/cached3.log")"
+mv "$WORK/cached-moved.pt" "$WORK/cached-in.pt"
+cat >"$WORK/bare.py" <<'PY'
+import sys, torch
+class Bare(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(96, 64))
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.w) * x.shape[0]
+torch.jit.save(torch.jit.script(Bare()), sys.argv[1] + "/bare.pt")
+PY
+"$XALLOC_PYTHON" "$WORK/bare.py" "$WORK"
+xprof "$WORK/bare.pt" --input-shape 48x64 "${QUICK[@]}" | xcost | xsched -o "$WORK/bare.json"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["inputs"][0]["shape"] == [48, 64], s.get("inputs")' \
+  "$WORK/bare.json" || fail "bare: the schedule does not carry the profile's inputs"
+xrewrite "$WORK/bare.pt" -s "$WORK/bare.json" -o "$WORK/bare.opt.pt" 2>"$WORK/bare.log" ||
+  fail "bare: $(cat "$WORK/bare.log")"
+grep -q "bit-identical to the original on 3 example input(s) (the profile's)" "$WORK/bare.log" ||
+  fail "bare: not verified on the profile's inputs: $(cat "$WORK/bare.log")"
+
 # Pipe mode: each tool passes the stream on and appends its own document.
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" "${QUICK[@]}" | xcost | xsched >"$WORK/stream.jsonl"

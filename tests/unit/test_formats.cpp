@@ -148,6 +148,23 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   EXPECT_EQ(toJson(back), js);
   EXPECT_EQ(back.count(Action::Sync), 1);
   EXPECT_EQ(js["summary"]["counts"]["sync"], 1);
+  EXPECT_FALSE(js.contains("inputs")); // no profile inputs: nothing written
+
+  // The profile's inputs ride along for xrewrite's verification.
+  s.inputs = {{"ids", {4, 16}, "int64", 0.0, 100.0}};
+  js = toJson(s);
+  back = scheduleFromJson(js, "s.json");
+  EXPECT_EQ(toJson(back), js);
+  ASSERT_EQ(back.inputs.size(), 1u);
+  EXPECT_EQ(back.inputs[0].shape, (std::vector<std::int64_t>{4, 16}));
+  EXPECT_EQ(back.inputs[0].high, 100.0);
+  js["inputs"][0]["shape"][1] = -1;
+  try {
+    scheduleFromJson(js, "s.json");
+    FAIL() << "a negative input size was accepted";
+  } catch (const InputError& err) {
+    EXPECT_EQ(err.where(), "s.json: /inputs/0/shape/1");
+  }
 }
 
 TEST(Formats, TruncatedJsonReportsLineAndColumn) {

@@ -65,6 +65,15 @@ struct Anchor {
   std::string describe() const;
 };
 
+/// One input of a model, generated from a seed (xprof's --input-shape/-dtype/-range).
+struct InputSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string dtype = "float32";
+  std::optional<double> low;
+  std::optional<double> high;
+};
+
 struct ModelInfo {
   std::string path;
   std::string sha256;
@@ -146,6 +155,7 @@ nlohmann::json toJson(const Layout& v);
 nlohmann::json toJson(const SourceLoc& v);
 nlohmann::json toJson(const Anchor& v);
 nlohmann::json toJson(const ModelInfo& v);
+nlohmann::json toJson(const InputSpec& v);
 nlohmann::json toJson(const CacheInfo& v);
 nlohmann::json toJson(const DeviceInfo& v);
 nlohmann::json toJson(const Op& v);
@@ -157,6 +167,7 @@ Layout readLayout(const JsonReader& r);
 SourceLoc readSourceLoc(const JsonReader& r);
 Anchor readAnchor(const JsonReader& r);
 ModelInfo readModelInfo(const JsonReader& r);
+InputSpec readInputSpec(const JsonReader& r);
 DeviceInfo readDeviceInfo(const JsonReader& r);
 Op readOp(const JsonReader& r);
 IdleEvent readIdleEvent(const JsonReader& r);

@@ -65,14 +65,6 @@ struct Record {
   std::vector<ConsumerTiming> consumers;
 };
 
-struct InputSpec {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  std::string dtype = "float32";
-  std::optional<double> low;
-  std::optional<double> high;
-};
-
 struct ProfileSettings {
   std::int64_t iterations = 0;
   std::int64_t warmup = 0;
@@ -100,9 +92,6 @@ struct Profile {
   const Op* findOp(std::int64_t id) const;
   const Record* findRecord(std::int64_t id) const;
 };
-
-nlohmann::json toJson(const InputSpec& v);
-InputSpec readInputSpec(const JsonReader& r);
 
 nlohmann::json toJson(const Profile& p);
 /// Validates and reads a profile document; throws FormatError naming the bad field.

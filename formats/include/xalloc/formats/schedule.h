@@ -61,6 +61,11 @@ struct Schedule {
   std::vector<IdleEvent> gpu_idle_events;
   std::vector<Decision> decisions;
   ScheduleSummary summary;
+  /// The inputs the profile was measured on (its settings), so that xrewrite verifies the rewrite
+  /// on them without being told again: generated ones, or the file xprof read them from (as it
+  /// was named to xprof). Empty in schedules from before they were carried.
+  std::vector<InputSpec> inputs;
+  std::string input_file;
 
   /// Number of decisions with the given action.
   std::int64_t count(Action a) const;
