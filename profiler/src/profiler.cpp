@@ -539,42 +539,9 @@ private:
       db_->commit();
   }
 
-  // Re-runs each consumer of a value in isolation with the value as it is and with the other
-  // layout: made contiguous for a non-contiguous value; for the output of an existing
-  // aten::contiguous, the conversion's (non-contiguous) input instead.
   void measureConsumers(const GraphRunner::Trace& t) {
-    std::size_t total = 0;
-    for (const Record& r : p_.records)
-      total += r.consumers.size();
-    progress_.phase("re-running consumers", total);
-    std::size_t done = 0;
-    for (Record& r : p_.records) {
-      const Value* v = index_->values()[static_cast<std::size_t>(r.id)];
-      const at::Tensor& tensor = runner_->valueOf(t, v).toTensor();
-      at::Tensor other;
-      bool to_contiguous = false;
-      if (!r.contiguous) {
-        other = tensor.contiguous();
-        to_contiguous = true;
-      } else if (v->node()->kind() == c10::aten::contiguous) {
-        const at::Tensor& src = runner_->valueOf(t, v->node()->input(0)).toTensor();
-        if (src.is_contiguous()) {
-          done += r.consumers.size();
-          continue; // a no-op conversion: consumers see the very same tensor
-        }
-        other = src;
-      } else {
-        done += r.consumers.size();
-        continue;
-      }
-      for (auto& c : r.consumers) {
-        measureConsumer({*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats, &exposed_}, v,
-                        other, to_contiguous, c);
-        progress_.tick(++done);
-      }
-      if (db_)
-        db_->commit();
-    }
+    measureRecordConsumers(
+        p_.records, {*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats, &exposed_}, progress_);
   }
 
   const ProfileOptions& o_;

@@ -10,6 +10,7 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/progress.h"
 #include "xalloc/tspass/linear.h"
 
 namespace xalloc::profiler {
@@ -27,6 +28,9 @@ struct ConsumerContext {
   /// The linears the graph was exposed from (tspass/linear.h): their matmuls are re-run as
   /// the rewrite would run them, the whole linear with its bias.
   const std::vector<tspass::ExposedLinear>* exposed = nullptr;
+  /// Measure again, whatever the database holds, and keep the new timings only when they are
+  /// quieter than those already in the consumer (then the database gets them too).
+  bool again = false;
 };
 
 /// Fills `c` (a consumer of `v`) with timings of its reader with `v` as it is and with `other`
@@ -39,8 +43,25 @@ struct ConsumerContext {
 /// an exposed linear is measured as the linear: as it is, `aten::linear` (what the model runs
 /// while nothing converts the transposed weight); with its transposed weight made contiguous,
 /// `add(matmul(x, contiguous(t(W))), b)`, the ops the rewrite leaves.
-void measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
+/// True when the timings were measured now, false when they came from the database or the
+/// consumer was not timed.
+bool measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
                      const at::Tensor& other, bool to_contiguous, formats::ConsumerTiming& c);
+
+/// A consumer timing a slow moment of the machine disturbed: the paired differences spread
+/// (IQR) over more than 8% of the consumer's time, where a quiet measurement spreads 2-4%. Ops
+/// under 50 us are left alone (the timer's grain is a large share of them; xsched's margin
+/// covers them).
+bool disturbed(const formats::ConsumerTiming& c);
+
+/// Re-runs each consumer of each record in isolation (measureConsumer) with the value as it is
+/// and with the other layout: made contiguous for a non-contiguous value; for the output of an
+/// existing aten::contiguous, the conversion's (non-contiguous) input instead. Then measures
+/// once more each timing measured now that came out disturbed, and keeps the quieter one: the
+/// machine's slow moments last long enough to cover a whole measurement, and a consumer measured
+/// in one ran a third slower with its gain lost in the spread.
+void measureRecordConsumers(std::vector<formats::Record>& records, const ConsumerContext& ctx,
+                            Progress& progress);
 
 /// Runs a consumer once as it is (`run(false)`) and once with the other layout (`run(true)`)
 /// and records whether the outputs agree. False, with `c.note` saying why, when a run throws
