@@ -229,9 +229,9 @@ void measureRecordConsumers(std::vector<formats::Record>& records, const Consume
     if (v->node()->kind() == c10::aten::contiguous) {
       const at::Tensor& src = ctx.runner.valueOf(ctx.trace, v->node()->input(0)).toTensor();
       if (!src.is_contiguous())
-        return src; // (a no-op conversion: consumers see the very same tensor)
+        return src;
     }
-    return at::Tensor();
+    return at::Tensor(); // contiguous already, or a no-op conversion's: nothing else to compare
   };
   std::size_t total = 0;
   for (const formats::Record& r : records)
