@@ -108,13 +108,13 @@ json toJson(const Schedule& s) {
   j["decisions"] = json::array();
   for (const auto& d : s.decisions)
     j["decisions"].push_back(toJson(d));
-  const auto& m = s.summary;
   if (!s.inputs.empty() || !s.input_file.empty()) {
     j["inputs"] = json::array();
     for (const auto& in : s.inputs)
       j["inputs"].push_back(toJson(in));
     j["input_file"] = s.input_file;
   }
+  const auto& m = s.summary;
   j["summary"] = {
       {"predicted_time_before_ms", roundMs(m.predicted_time_before_ms)},
       {"predicted_time_after_ms", roundMs(m.predicted_time_after_ms)},
