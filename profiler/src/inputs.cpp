@@ -197,9 +197,22 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
   const auto& schema = module.get_method(method).function().getSchema();
   const auto& args = schema.arguments(); // args[0] is self
   std::vector<c10::IValue> inputs{module._ivalue()};
+  // A method whose first input is a list (a detection model's `images: List[Tensor]`) given
+  // values that only fit together: they are that list. A file saved as torch.save([a, b]) reads
+  // back as the inputs a and b, one per argument, and libtorch cannot read a list of one element
+  // at all, so torch.save((a,)) says the same for one image.
+  if (!tensors.empty() && args.size() > 1 && args[1].type()->cast<c10::ListType>() &&
+      !asType(tensors.front(), args[1].type())) {
+    c10::impl::GenericList all(c10::AnyType::get());
+    for (const c10::IValue& v : tensors)
+      all.push_back(v);
+    if (auto list = asType(c10::IValue(all), args[1].type()))
+      tensors = {std::move(*list)};
+  }
   if (tensors.size() > args.size() - 1)
     throw InputError(path, "'" + method + "' takes " + std::to_string(args.size() - 1) +
-                               " inputs but " + std::to_string(tensors.size()) + " were given");
+                               (args.size() == 2 ? " input but " : " inputs but ") +
+                               std::to_string(tensors.size()) + " were given");
   for (std::size_t i = 1; i < args.size(); ++i) {
     const c10::Argument& arg = args[i];
     const bool takes_tensor = c10::TensorType::get()->isSubtypeOf(*arg.type());

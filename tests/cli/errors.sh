@@ -20,15 +20,21 @@ expect_error 2 "cannot read '4xq' as a shape" -- xprof "$model" --input-shape 4x
 # which then works. (TorchScript reads the classes' source: a file, not stdin.)
 cat >"$WORK/inputs.py" <<'PY'
 import sys, torch
-from typing import Dict
+from typing import Dict, List
 class Scaled(torch.nn.Module):
     def forward(self, x, n: int):
         return x.t().contiguous() * n
 class Keyed(torch.nn.Module):
     def forward(self, d: Dict[str, torch.Tensor]):
         return d["a"].t() @ d["b"]
+class Listed(torch.nn.Module):  # like a detection model's images: List[Tensor]
+    def forward(self, images: List[torch.Tensor]):
+        return images[0].t() @ images[-1]
 torch.jit.script(Scaled()).save(sys.argv[1] + "/scaled.pt")
 torch.jit.script(Keyed()).save(sys.argv[1] + "/keyed.pt")
+torch.jit.script(Listed()).save(sys.argv[1] + "/listed.pt")
+torch.save((torch.randn(3, 3), torch.randn(3, 3)), sys.argv[1] + "/listed2.in")
+torch.save((torch.randn(3, 3),), sys.argv[1] + "/listed1.in")
 torch.save((torch.randn(4, 8), 3), sys.argv[1] + "/scaled.in")
 torch.save(({"a": torch.randn(3, 3), "b": torch.randn(3, 3)},), sys.argv[1] + "/keyed.in")
 torch.save(({"a": torch.randn(3, 3)},), sys.argv[1] + "/keyed1.in")
@@ -43,6 +49,15 @@ expect_error 2 "keyed\.pt: error: 'forward' needs input 'd' of type Dict\[str, T
 [[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
 xprof "$WORK/scaled.pt" --input-file "$WORK/scaled.in" -o "$WORK/scaled.json" "${QUICK[@]}" || fail "int input from --input-file"
 xprof "$WORK/keyed.pt" --input-file "$WORK/keyed.in" -o "$WORK/keyed.json" "${QUICK[@]}" || fail "dict input from --input-file"
+# Values for a List[Tensor] input that fit only together are that list: a file of two tensors or
+# of one, or one --input-shape per element. They are still checked against the element type.
+for f in listed2 listed1; do
+  xprof "$WORK/listed.pt" --input-file "$WORK/$f.in" -o "$WORK/$f.json" "${QUICK[@]}" || fail "$f: a list input from --input-file"
+done
+xprof "$WORK/listed.pt" --input-shape 3x3 --input-shape 3x3 -o "$WORK/listed.json" "${QUICK[@]}" ||
+  fail "a list input from --input-shape"
+expect_error 2 "listed\.pt: error: 'forward' takes 1 input but 2 were given" -- \
+  xprof "$WORK/listed.pt" --input-file "$WORK/scaled.in" -o "$WORK/p.json"
 # libtorch 1.13 cannot unpickle a one-element dict or list (Python writes SETITEM / APPEND).
 expect_error 2 "keyed1\.in: error: cannot read inputs: libtorch cannot read a list or dict of one element from torch\.save" -- \
   xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/p.json"

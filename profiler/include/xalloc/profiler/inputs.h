@@ -40,7 +40,9 @@ std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs
                                     std::uint64_t seed);
 
 /// The full argument list of `method` (the module object first): `tensors`, then the schema's
-/// defaults for the remaining arguments. Throws InputError when an argument has no value.
+/// defaults for the remaining arguments. When the first argument is a list that the first value
+/// does not fit and all of `tensors` together do, they are that list (two --input-shape images
+/// for a detection model's `List[Tensor]`). Throws InputError when an argument has no value.
 std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::string& method,
                                       std::vector<c10::IValue> tensors, const std::string& path);
 
