@@ -111,6 +111,61 @@ def forward(self, x, training: bool):
   EXPECT_FALSE(MutationInfo(gf, &f).hasWriters(ft)) << "counter.add_ cannot reach v";
 }
 
+// An attribute the graph assigns holds what the graph assigns it, what it held at load time, or
+// what an earlier run left there. torchvision's AnchorGenerator assigns its list of cell anchors
+// on each call; that used to make the attribute, every list it entered (the alias analysis joins
+// all lists of tensors) and every tensor read back out of a list unknown, so any write anywhere
+// (BatchNorm's counter in a training branch) blocked every such tensor in RetinaNet's head.
+TEST(MutationInfo, AssignedAttributesHoldWhatTheGraphAssignsThem) {
+  torch::jit::Module m("m");
+  m.register_buffer("counter", at::zeros({1}));
+  c10::impl::GenericList anchors(c10::TensorType::get());
+  anchors.push_back(at::randn({4, 4}));
+  m.register_attribute("anchors", c10::ListType::ofTensors(), anchors);
+  m.define(R"JIT(
+def forward(self, x, training: bool):
+    self.anchors = [a.to(dtype=x.dtype) for a in self.anchors]
+    if training:
+        self.counter.add_(1.0)
+    parts = [x.t(), self.anchors[0]]
+    y = parts[0]
+    w = torch.mm(x, x)
+    w.relu_()
+    return torch.mm(y, x) + w
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  MutationInfo info(g, &m);
+  const auto* y = outputOf(index, c10::aten::mm, 1)->node()->input(0); // parts[0]
+  ASSERT_EQ(y->node()->kind(), c10::aten::__getitem__);
+  EXPECT_FALSE(info.hasWriters(y)) << "neither counter.add_ nor w.relu_ can reach x.t()";
+  EXPECT_TRUE(info.hasWriters(outputOf(index, c10::aten::mm, 0))) << "w.relu_ writes w";
+
+  // What an earlier run assigned: a view of the input the caller passes again, or one tensor
+  // under two names.
+  torch::jit::Module e("e");
+  e.register_buffer("a", at::zeros({4, 4}));
+  e.register_buffer("b", at::zeros({4, 4}));
+  e.register_buffer("c", at::zeros({4, 4}));
+  e.define(R"JIT(
+def forward(self, x):
+    u = self.a.t()
+    self.b.mul_(2.0)
+    self.c.add_(1.0)
+    y = torch.mm(x, x)
+    self.a = y
+    self.b = y
+    self.c = x.t()
+    return torch.mm(u, x)
+)JIT");
+  auto ge = inlineMethod(e, "forward");
+  GraphIndex ei(*ge);
+  MutationInfo einfo(ge, &e);
+  EXPECT_TRUE(einfo.hasWriters(outputOf(ei, c10::aten::t, 0)))
+      << "self.a may be the y an earlier run also gave self.b, which b.mul_ writes";
+  EXPECT_TRUE(einfo.hasWriters(ge->inputs()[1])) << "self.c may be an earlier x.t(): the same x";
+}
+
 // A tensor stored into a container in place (`lst.append(y)`, `d[k] = y`) and read back out of
 // it is the same tensor: a write through the copy read back is a write to y. (Only what a list
 // was made from used to count, so a conversion of y placed before that write copied stale data.)

@@ -126,7 +126,7 @@ MutationInfo::MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
       // An attribute assigned something that may hold a tensor (flags and numbers cannot make
       // one attribute share another's storage).
       if (n->kind() == c10::prim::SetAttr && !holdsNoTensor(n->inputs().at(1)->type()))
-        assigned_.insert(n->s(c10::attr::name));
+        assigned_[n->s(c10::attr::name)].push_back(n->inputs().at(1));
     }
   }
   resolve(containers);
@@ -153,9 +153,11 @@ void MutationInfo::collectStores(Node* n) {
   }
 }
 
-// Two kinds of roots feed back on themselves. Containers grow with what is stored into them,
+// Three kinds of roots feed back on themselves. Containers grow with what is stored into them,
 // and what is stored may itself come out of a container; a loop-carried value is its initial
-// value in the first trip and what the body hands on after. Both are solved to the fixed point:
+// value in the first trip and what the body hands on after; an assigned attribute holds what is
+// assigned, often made from what it held (`self.anchors = [a.to(d) for a in self.anchors]`).
+// All are solved to the fixed point:
 // start from nothing, recompute every value afresh each round so nothing is cached from an
 // earlier guess, and widen until a round changes nothing (roots only grow, and there are
 // finitely many).
@@ -170,7 +172,7 @@ void MutationInfo::resolve(const std::vector<const Value*>& containers) {
       if (o != c && db_->mayAlias(c, o))
         targets[i].push_back(o);
   }
-  for (bool changed = !stores_.empty() || !loops_.empty(); changed;) {
+  for (bool changed = !stores_.empty() || !loops_.empty() || !assigned_.empty(); changed;) {
     changed = false;
     roots_.clear();
     for (std::size_t i = 0; i < stores_.size(); ++i) {
@@ -183,6 +185,17 @@ void MutationInfo::resolve(const std::vector<const Value*>& containers) {
           stored_roots_[t] = std::move(grown);
           changed = true;
         }
+      }
+    }
+    for (const auto& [name, values] : assigned_) {
+      std::vector<long> est;
+      for (const Value* v : values)
+        est = unite(std::move(est), memoryRoots(v));
+      std::vector<long>& cur = assigned_roots_[name];
+      std::vector<long> grown = unite(std::move(est), cur);
+      if (grown != cur) {
+        cur = std::move(grown);
+        changed = true;
       }
     }
     // prim::Loop(max, cond, init...) block(i, carried...) -> (cond, next...)
@@ -258,7 +271,7 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
       r = {kUnknown}; // the trip counter (an int), or a block parameter of another kind
     } // else: a loop-carried value not estimated yet, while resolving: nothing so far
   } else if (k == c10::prim::GetAttr) {
-    r = {attributeRoot(v)};
+    r = assigned_.count(n->s(c10::attr::name)) ? assignedAttributeRoots(v) : attributeRoots(v);
   } else if (k == c10::prim::Constant || k == c10::prim::CreateObject) {
     // (a new object: what its attributes are set to is seen through prim::SetAttr)
     r = {static_cast<long>(v->unique())};
@@ -314,39 +327,64 @@ std::vector<long> MutationInfo::memoryRoots(const Value* v) const {
   return r;
 }
 
-// The storage a chain of prim::GetAttr from `self` reads, as a root; kModuleState when the
-// chain starts elsewhere or ends in something that is not a tensor with a storage.
-long MutationInfo::attributeRoot(const Value* v) const {
+// An attribute the graph assigns, read back: what this run assigned it, or else what the module
+// held when the run began, which is its value at load time or what an earlier run assigned it.
+// Roots are per value of the graph, not per run, so the roots of what the graph assigns cover
+// both runs: a view of the input the caller passes again, one tensor given to two attributes.
+std::vector<long> MutationInfo::assignedAttributeRoots(const Value* v) const {
+  auto it = assigned_roots_.find(v->node()->s(c10::attr::name));
+  return unite(attributeRoots(v), it != assigned_roots_.end() ? it->second : std::vector<long>{});
+}
+
+// The storages a chain of prim::GetAttr from `self` reads, as roots: one per storage of the
+// tensor, or of the tensors of a list or tuple, it reads; kModuleState when the chain starts
+// elsewhere or ends in anything else.
+std::vector<long> MutationInfo::attributeRoots(const Value* v) const {
   std::vector<std::string> path;
   const Value* at = v;
   while (at->node()->kind() == c10::prim::GetAttr) {
     path.push_back(at->node()->s(c10::attr::name));
     at = at->node()->input();
   }
-  // What the graph itself assigns is not what the module holds now: it may be any value.
-  for (const std::string& name : path)
-    if (assigned_.count(name))
-      return kUnknown;
-  if (!self_)
-    return kModuleState;
-  if (at != graph_->inputs()[0])
-    return kModuleState;
+  // An object read from an attribute the graph assigns may be any object (the attribute read
+  // last, path[0], is resolved by assignedAttributeRoots).
+  for (std::size_t i = 1; i < path.size(); ++i)
+    if (assigned_.count(path[i]))
+      return {kUnknown};
+  // An object the caller passes in holds what the caller put there.
+  if (at->node()->kind() == c10::prim::Param && at->node()->owningBlock() == graph_->block() &&
+      at->offset() > 0)
+    return {inputRoot(at->offset())};
+  if (!self_ || at != graph_->inputs()[0])
+    return {kModuleState};
   c10::IValue obj = self_->_ivalue();
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     if (!obj.isObject())
-      return kModuleState;
+      return {kModuleState};
     const auto& o = obj.toObjectRef();
     if (!o.type()->hasAttribute(*it))
-      return kModuleState;
+      return {kModuleState};
     obj = o.getAttr(*it);
   }
-  if (!obj.isTensor() || !obj.toTensor().defined() || !obj.toTensor().has_storage())
-    return kModuleState;
-  const void* storage = obj.toTensor().storage().unsafeGetStorageImpl();
-  auto [pos, fresh] = storage_roots_.emplace(storage, 0);
-  if (fresh)
-    pos->second = kFirstStorage - static_cast<long>(storage_roots_.size() - 1);
-  return pos->second;
+  auto storageRoot = [&](const c10::IValue& e) {
+    if (!e.isTensor() || !e.toTensor().defined() || !e.toTensor().has_storage())
+      return kModuleState;
+    const void* storage = e.toTensor().storage().unsafeGetStorageImpl();
+    auto [pos, fresh] = storage_roots_.emplace(storage, 0);
+    if (fresh)
+      pos->second = kFirstStorage - static_cast<long>(storage_roots_.size() - 1);
+    return pos->second;
+  };
+  std::vector<long> r;
+  if (obj.isList())
+    for (const c10::IValue& e : obj.toListRef())
+      r.push_back(storageRoot(e));
+  else if (obj.isTuple())
+    for (const c10::IValue& e : obj.toTupleRef().elements())
+      r.push_back(storageRoot(e));
+  else
+    r.push_back(storageRoot(obj));
+  return unite(std::move(r), {});
 }
 
 bool MutationInfo::hasWriters(const Value* v) const {

@@ -29,8 +29,9 @@ public:
   /// per storage (attributes that share a storage, like tied weights, share it), so a write to
   /// one buffer (BatchNorm's running statistics) is not a write to every parameter. Without it,
   /// all module state is one root. An attribute the graph assigns something that may hold a
-  /// tensor (prim::SetAttr; flags and numbers do not count) may be anything when read: its
-  /// root is unknown, on any object.
+  /// tensor (prim::SetAttr, on any object; flags and numbers do not count) holds, when read,
+  /// what it held at load time or any of the values the graph assigns it (in this run or an
+  /// earlier one); an object read out of such an attribute may be anything.
   explicit MutationInfo(const std::shared_ptr<torch::jit::Graph>& graph,
                         const torch::jit::Module* self = nullptr);
   ~MutationInfo();
@@ -42,8 +43,9 @@ public:
   bool hasWriters(const torch::jit::Value* v) const;
 
   /// The allocations a tensor value may point into: ids of fresh op outputs, one id per graph
-  /// input, one id per storage of a resolved tensor attribute, one id for any other module
-  /// state (which may be any attribute); {-1} when unknown (aliases everything).
+  /// input, one id per storage of a resolved tensor attribute (or of the tensors of a list or
+  /// tuple attribute), one id for any other module state (which may be any attribute); {-1}
+  /// when unknown (aliases everything).
   std::vector<long> memoryRoots(const torch::jit::Value* v) const;
 
 private:
@@ -57,11 +59,16 @@ private:
 
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unique_ptr<torch::jit::AliasDb> db_;
-  long attributeRoot(const torch::jit::Value* v) const;
+  std::vector<long> attributeRoots(const torch::jit::Value* v) const;
+  std::vector<long> assignedAttributeRoots(const torch::jit::Value* v) const;
 
   std::vector<Writer> writers_;
   const torch::jit::Module* self_ = nullptr; // nullptr: all module state is one root
-  std::set<std::string> assigned_; // attributes the graph assigns (prim::SetAttr): unknown
+  /// Attributes the graph assigns (prim::SetAttr), by name on any object, and what it assigns
+  /// them: read back, such an attribute holds one of those, or what a previous run assigned.
+  std::unordered_map<std::string, std::vector<const torch::jit::Value*>> assigned_;
+  /// An assigned attribute's roots beyond module state and the inputs: those of its values.
+  std::unordered_map<std::string, std::vector<long>> assigned_roots_;
   mutable std::unordered_map<const void*, long> storage_roots_;
   mutable std::unordered_map<const torch::jit::Value*, std::vector<long>> roots_;
   /// Nodes that put values into a list or dict in place (`lst.append(t)`, `d[k] = t`): the
