@@ -19,6 +19,7 @@
 #include "xalloc/io.h"
 #include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/model_warnings.h"
 #include "xalloc/profiler/value_compare.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   args.b = pos[1];
   return runGuarded("xbench-latency", [&] {
     runtime::loadOps(); // models rewritten with --form fast call xalloc:: ops
+    profiler::routeModelWarnings();
     for (const auto& lib : args.op_libraries)
       loadOpLibrary(lib);
     return run(args);

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -14,6 +12,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/model_warnings.h"
 
 namespace xalloc::profiler {
 
@@ -143,14 +142,8 @@ void runBuiltin(const Node* n, torch::jit::Stack& stack) {
     obj->type()->getMethod(name).run(in);
     stack = std::move(in);
   } else if (k == c10::aten::warn) {
-    // The JIT warns through c10's handler; the profile runs the model many times, so each
-    // message is shown once.
-    static std::mutex mu;
-    static std::set<std::string> shown;
-    const std::string msg = in.empty() || !in[0].isString() ? "" : in[0].toStringRef();
-    std::lock_guard<std::mutex> lock(mu);
-    if (shown.insert(msg).second)
-      std::fprintf(stderr, "warning: the model warns: %s\n", msg.c_str());
+    // The profile runs the model many times: each message is shown once.
+    reportModelWarning(in.empty() || !in[0].isString() ? "" : in[0].toStringRef());
   } else if (k == c10::aten::wait) {
     auto future = in.at(0).toFuture();
     future->wait();

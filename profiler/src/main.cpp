@@ -9,6 +9,7 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/profiler/model_warnings.h"
 #include "xalloc/profiler/run_program.h"
 #include "xalloc/profiler/tool.h"
 #include "xalloc/rewriter/cpp_rewrite.h"
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
     p.sweep_max_bytes = *bytes;
   }
   return xalloc::runGuarded("xprof", [&] {
+    xalloc::profiler::routeModelWarnings();
     for (const auto& lib : op_libraries)
       xalloc::loadOpLibrary(lib);
     return xalloc::profiler::runXprof(o);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "xalloc/io.h"
+#include "xalloc/profiler/model_warnings.h"
 #include "xalloc/rewriter/tool.h"
 #include "xalloc/tool.h"
 
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     return *code;
   o.verify = !no_verify;
   return xalloc::runGuarded("xrewrite", [&] {
+    xalloc::profiler::routeModelWarnings(); // verification runs the model through the JIT
     for (const auto& lib : op_libraries)
       xalloc::loadOpLibrary(lib);
     return xalloc::rewriter::runXrewrite(o);

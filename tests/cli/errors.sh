@@ -19,7 +19,7 @@ expect_error 2 "cannot read '4xq' as a shape" -- xprof "$model" --input-shape 4x
 # Inputs --input-shape cannot describe: an int, a dict. The message says to use --input-file,
 # which then works. (TorchScript reads the classes' source: a file, not stdin.)
 cat >"$WORK/inputs.py" <<'PY'
-import sys, torch
+import sys, torch, warnings
 from typing import Dict, List
 class Scaled(torch.nn.Module):
     def forward(self, x, n: int):
@@ -27,12 +27,17 @@ class Scaled(torch.nn.Module):
 class Keyed(torch.nn.Module):
     def forward(self, d: Dict[str, torch.Tensor]):
         return d["a"].t() @ d["b"]
+class Warned(torch.nn.Module):
+    def forward(self, x):
+        warnings.warn("x is ignored in scripting")
+        return x.t().contiguous() + 1
 class Listed(torch.nn.Module):  # like a detection model's images: List[Tensor]
     def forward(self, images: List[torch.Tensor]):
         return images[0].t() @ images[-1]
 torch.jit.script(Scaled()).save(sys.argv[1] + "/scaled.pt")
 torch.jit.script(Keyed()).save(sys.argv[1] + "/keyed.pt")
 torch.jit.script(Listed()).save(sys.argv[1] + "/listed.pt")
+torch.jit.script(Warned()).save(sys.argv[1] + "/warned.pt")
 torch.save((torch.randn(3, 3), torch.randn(3, 3)), sys.argv[1] + "/listed2.in")
 torch.save((torch.randn(3, 3),), sys.argv[1] + "/listed1.in")
 torch.save((torch.randn(4, 8), 3), sys.argv[1] + "/scaled.in")
@@ -58,6 +63,15 @@ xprof "$WORK/listed.pt" --input-shape 3x3 --input-shape 3x3 -o "$WORK/listed.jso
   fail "a list input from --input-shape"
 expect_error 2 "listed\.pt: error: 'forward' takes 1 input but 2 were given" -- \
   xprof "$WORK/listed.pt" --input-file "$WORK/scaled.in" -o "$WORK/p.json"
+# A model's warnings: one line each, once, from xprof (which runs it many times) and from
+# xrewrite (whose check runs it through the JIT, which used to print them through glog).
+xprof "$WORK/warned.pt" --input-shape 4x8 "${QUICK[@]}" 2>"$WORK/warned.log" | xcost |
+  xsched -o "$WORK/warned.json" || fail "warned: $(cat "$WORK/warned.log")"
+xrewrite "$WORK/warned.pt" -s "$WORK/warned.json" -o "$WORK/warned.opt.pt" 2>>"$WORK/warned.log" ||
+  fail "warned: xrewrite: $(cat "$WORK/warned.log")"
+[[ $(grep -c '^warning: the model warns: x is ignored in scripting$' "$WORK/warned.log") == 2 ]] ||
+  fail "warned: not one line per tool: $(cat "$WORK/warned.log")"
+! grep -q 'InitGoogleLogging\|UserWarning' "$WORK/warned.log" || fail "warned: $(cat "$WORK/warned.log")"
 # libtorch 1.13 cannot unpickle a one-element dict or list (Python writes SETITEM / APPEND).
 expect_error 2 "keyed1\.in: error: cannot read inputs: libtorch cannot read a list or dict of one element from torch\.save" -- \
   xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/p.json"

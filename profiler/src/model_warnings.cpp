@@ -1,0 +1,34 @@
+// Model warnings: one line each, once per message.
+#include "xalloc/profiler/model_warnings.h"
+
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include <c10/util/Exception.h>
+
+namespace xalloc::profiler {
+
+void reportModelWarning(const std::string& msg) {
+  static std::mutex mu;
+  static std::set<std::string> shown;
+  std::lock_guard<std::mutex> lock(mu);
+  if (shown.insert(msg).second)
+    std::fprintf(stderr, "warning: the model warns: %s\n", msg.c_str());
+}
+
+namespace {
+struct ModelWarningHandler : c10::WarningHandler {
+  void process(const c10::SourceLocation& /*where*/, const std::string& msg,
+               const bool /*verbatim*/) override {
+    reportModelWarning(msg);
+  }
+};
+} // namespace
+
+void routeModelWarnings() {
+  static ModelWarningHandler handler;
+  c10::Warning::set_warning_handler(&handler);
+}
+
+} // namespace xalloc::profiler
