@@ -168,9 +168,21 @@ struct GraphRunner::Impl {
   // Values whose last use (lifted to their defining block) is the key node.
   std::unordered_map<const Node*, std::vector<const Value*>> release_after;
 
+  // Per prim::Loop, every value its body defines (nested blocks included, with their inputs).
+  std::unordered_map<const Node*, std::vector<const Value*>> loop_values;
+
   explicit Impl(const tspass::GraphIndex& idx) : index(idx) {
     prepareBlock(idx.graph().block());
     planReleases(idx.graph().block());
+  }
+
+  static void definedIn(const Block* b, std::vector<const Value*>& out) {
+    out.insert(out.end(), b->inputs().begin(), b->inputs().end());
+    for (const Node* n : b->nodes()) {
+      out.insert(out.end(), n->outputs().begin(), n->outputs().end());
+      for (const Block* sub : n->blocks())
+        definedIn(sub, out);
+    }
   }
 
   void prepareBlock(Block* b) {
@@ -186,6 +198,8 @@ struct GraphRunner::Impl {
       }
       for (Block* sub : n->blocks())
         prepareBlock(sub);
+      if (n->kind() == c10::prim::Loop)
+        definedIn(n->blocks()[0], loop_values[n]);
       if (isControl(n) || isBuiltin(n))
         continue;
       if (n->kind() == c10::prim::CallFunction || n->kind() == c10::prim::fork)
@@ -238,6 +252,30 @@ struct GraphRunner::Impl {
     auto c = constants.find(v);
     XALLOC_EXPECTS(c != constants.end(), "value %" + v->debugName() + " used before definition");
     return c->second;
+  }
+
+  static std::int64_t tensorBytes(const std::vector<std::pair<const Value*, c10::IValue>>& vs) {
+    std::int64_t bytes = 0;
+    for (const auto& [v, value] : vs)
+      if (value.isTensor() && value.toTensor().defined())
+        bytes += static_cast<std::int64_t>(value.toTensor().nbytes());
+    return bytes;
+  }
+
+  // Replaces `heaviest` by the trip's values in `env` when they hold at least as many bytes of
+  // tensors (`heaviest_bytes`, updated).
+  static void keepIfHeaviest(const std::vector<const Value*>& body_values, const Env& env,
+                             std::int64_t& heaviest_bytes,
+                             std::vector<std::pair<const Value*, c10::IValue>>& heaviest) {
+    std::vector<std::pair<const Value*, c10::IValue>> trip;
+    for (const Value* v : body_values)
+      if (auto it = env.find(v); it != env.end())
+        trip.emplace_back(v, it->second);
+    const std::int64_t bytes = tensorBytes(trip);
+    if (bytes < heaviest_bytes)
+      return;
+    heaviest_bytes = bytes;
+    heaviest = std::move(trip);
   }
 
   void runBlock(const Block* b, Env& env, const Options& o, Trace* t) const {
@@ -297,6 +335,12 @@ struct GraphRunner::Impl {
       std::vector<c10::IValue> carried;
       for (std::size_t i = 2; i < n->inputs().size(); ++i)
         carried.push_back(get(env, n->input(i)));
+      // A run that keeps its values keeps the body's from its heaviest trip, the last of equals:
+      // the trips of a loop over feature maps or a growing sequence differ in size, and one
+      // trip's values, all from the same trip, are what its ops are measured on.
+      const std::vector<const Value*>* body_values = o.keep_values ? &loop_values.at(n) : nullptr;
+      std::vector<std::pair<const Value*, c10::IValue>> heaviest;
+      std::int64_t heaviest_bytes = -1;
       for (int64_t trip = 0; trip < max_trips && cond; ++trip) {
         env[body->inputs()[0]] = trip;
         for (std::size_t i = 0; i < carried.size(); ++i)
@@ -305,6 +349,14 @@ struct GraphRunner::Impl {
         cond = get(env, body->outputs()[0]).toBool();
         for (std::size_t i = 0; i < carried.size(); ++i)
           carried[i] = get(env, body->outputs()[i + 1]);
+        if (body_values)
+          keepIfHeaviest(*body_values, env, heaviest_bytes, heaviest);
+      }
+      if (body_values && !heaviest.empty()) {
+        for (const Value* v : *body_values)
+          env.erase(v);
+        for (auto& [v, value] : heaviest)
+          env[v] = std::move(value);
       }
       for (std::size_t i = 0; i < n->outputs().size(); ++i)
         env[n->output(i)] = carried[i];

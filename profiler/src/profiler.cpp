@@ -56,8 +56,9 @@ constexpr int kMeasureMethod = 4;
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
 // 3: values computed from constants alone have origin "constant". 4: module_storage.
-// 5: ops say how many times they ran (runs).
-constexpr int kProfileAnalysis = 5;
+// 5: ops say how many times they ran (runs). 6: attributes the graph assigns hold what it
+// assigns them (tspass::MutationInfo); a loop's values are those of its heaviest trip.
+constexpr int kProfileAnalysis = 6;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
 
