@@ -254,28 +254,23 @@ struct GraphRunner::Impl {
     return c->second;
   }
 
-  static std::int64_t tensorBytes(const std::vector<std::pair<const Value*, c10::IValue>>& vs) {
-    std::int64_t bytes = 0;
-    for (const auto& [v, value] : vs)
-      if (value.isTensor() && value.toTensor().defined())
-        bytes += static_cast<std::int64_t>(value.toTensor().nbytes());
-    return bytes;
-  }
-
   // Replaces `heaviest` by the trip's values in `env` when they hold at least as many bytes of
-  // tensors (`heaviest_bytes`, updated).
+  // tensors (`heaviest_bytes`, updated); a lighter trip is not copied.
   static void keepIfHeaviest(const std::vector<const Value*>& body_values, const Env& env,
                              std::int64_t& heaviest_bytes,
                              std::vector<std::pair<const Value*, c10::IValue>>& heaviest) {
-    std::vector<std::pair<const Value*, c10::IValue>> trip;
+    std::int64_t bytes = 0;
     for (const Value* v : body_values)
-      if (auto it = env.find(v); it != env.end())
-        trip.emplace_back(v, it->second);
-    const std::int64_t bytes = tensorBytes(trip);
+      if (auto it = env.find(v);
+          it != env.end() && it->second.isTensor() && it->second.toTensor().defined())
+        bytes += static_cast<std::int64_t>(it->second.toTensor().nbytes());
     if (bytes < heaviest_bytes)
       return;
     heaviest_bytes = bytes;
-    heaviest = std::move(trip);
+    heaviest.clear();
+    for (const Value* v : body_values)
+      if (auto it = env.find(v); it != env.end())
+        heaviest.emplace_back(v, it->second);
   }
 
   void runBlock(const Block* b, Env& env, const Options& o, Trace* t) const {
