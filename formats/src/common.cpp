@@ -322,6 +322,10 @@ json toJson(const ConversionCost& v) {
     j["ratio"] = std::round(*v.ratio * 1e6) / 1e6;
   if (v.ratio_spread)
     j["ratio_spread"] = std::round(*v.ratio_spread * 1e6) / 1e6;
+  if (v.allocation_ms)
+    j["allocation_ms"] = roundMs(*v.allocation_ms);
+  if (v.allocation_spread_ms)
+    j["allocation_spread_ms"] = roundMs(*v.allocation_spread_ms);
   return j;
 }
 
@@ -339,6 +343,10 @@ ConversionCost readConversionCost(const JsonReader& r) {
     c.ratio = f->toNonNegative();
   if (auto f = r.find("ratio_spread"))
     c.ratio_spread = f->toNonNegative();
+  if (auto f = r.find("allocation_ms"))
+    c.allocation_ms = f->toNonNegative();
+  if (auto f = r.find("allocation_spread_ms"))
+    c.allocation_spread_ms = f->toNonNegative();
   for (std::size_t i = 0; i < c.samples_ms.size(); ++i)
     if (c.samples_ms[i] < 0)
       r.at("samples_ms").at(i).fail("expected a non-negative time");

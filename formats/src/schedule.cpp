@@ -127,6 +127,7 @@ json toJson(const Schedule& s) {
       {"predicted_time_bound_ms", roundMs(m.predicted_time_bound_ms)},
       {"nodes", m.nodes},
       {"window_safety", m.window_safety},
+      {"form", m.form.empty() ? json(nullptr) : json(m.form)},
       {"counts",
        {{"sync", s.count(Action::Sync)},
         {"async", s.count(Action::Async)},
@@ -173,6 +174,11 @@ Schedule readSchedule(const JsonReader& r) {
       m.getNumber("predicted_time_bound_ms", s.summary.predicted_time_after_ms);
   s.summary.nodes = static_cast<std::int64_t>(m.getNonNegative("nodes", 0));
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
+  if (auto f = m.find("form"); f && !f->isNull()) {
+    s.summary.form = f->toString();
+    if (s.summary.form != "portable" && s.summary.form != "fast")
+      f->fail("expected \"portable\" or \"fast\"");
+  }
   return s;
 }
 

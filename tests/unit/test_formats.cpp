@@ -116,6 +116,8 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   Cost c;
   c.model.path = "m.pt";
   c.conversion_cost_table = sampleProfile().conversion_cost_table;
+  c.conversion_cost_table[0].allocation_ms = 0.125;
+  c.conversion_cost_table[0].allocation_spread_ms = 0.5;
   CostModelEntry e;
   e.dtype_group = "4-byte";
   e.alpha = 1e-7;
@@ -127,6 +129,7 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   c.cost_model.push_back(e);
   json jc = toJson(c);
   EXPECT_EQ(toJson(costFromJson(jc, "c.json")), jc);
+  EXPECT_EQ(costFromJson(jc, "c.json").conversion_cost_table[0].allocation_ms, 0.125);
 
   Schedule s;
   s.model.path = "m.pt";
@@ -148,7 +151,19 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   EXPECT_EQ(toJson(back), js);
   EXPECT_EQ(back.count(Action::Sync), 1);
   EXPECT_EQ(js["summary"]["counts"]["sync"], 1);
-  EXPECT_FALSE(js.contains("inputs")); // no profile inputs: nothing written
+  EXPECT_FALSE(js.contains("inputs"));          // no profile inputs: nothing written
+  EXPECT_TRUE(js["summary"]["form"].is_null()); // not planned by xsched: no form
+  s.summary.form = "fast";
+  js = toJson(s);
+  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.form, "fast");
+  js["summary"]["form"] = "quick";
+  try {
+    scheduleFromJson(js, "s.json");
+    FAIL() << "an unknown form was accepted";
+  } catch (const InputError& err) {
+    EXPECT_EQ(err.where(), "s.json: /summary/form");
+  }
+  s.summary.form.clear();
 
   // The profile's inputs ride along for xrewrite's verification.
   s.inputs = {{"ids", {4, 16}, "int64", 0.0, 100.0}};

@@ -50,6 +50,10 @@ struct ScheduleSummary {
   double predicted_time_bound_ms = 0;
   std::int64_t nodes = 0;     // branch-and-bound nodes the solver visited
   double window_safety = 0.9; // fraction of each idle window's capacity the plan may fill
+  /// The form of rewrite the plan's costs are for (`xsched --form`): "portable" (every conversion
+  /// an aten::contiguous with a fresh output; no async), "fast" (the runtime's conversions, async
+  /// in idle windows), or empty in schedules from before it was recorded.
+  std::string form;
 };
 
 struct Schedule {
