@@ -22,18 +22,19 @@ std::string costKey(const at::Tensor& tensor, int warmup, int repeats, const cha
 
 struct Stored {
   TimingStats s, ref, ratio;
+  std::optional<TimingStats> allocation; // fresh conversion minus reused-buffer copy, paired
 };
 
 std::optional<Stored> lookUp(TimingDb* db, const std::string& key) {
   auto hit = db ? db->getAll({key, key + "|ref", key + "|ratio"}) : std::nullopt;
   if (!hit)
     return std::nullopt;
-  return Stored{(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats};
+  return Stored{(*hit)[0].stats, (*hit)[1].stats, (*hit)[2].stats, std::nullopt};
 }
 
 Stored summarizeSamples(PairedSamples p) {
-  return {summarize(std::move(p.ms)), summarize(std::move(p.ref_ms)),
-          summarize(std::move(p.ratio))};
+  return {summarize(std::move(p.ms)), summarize(std::move(p.ref_ms)), summarize(std::move(p.ratio)),
+          std::nullopt};
 }
 
 void store(TimingDb* db, const std::string& key, const Stored& st) {
@@ -56,7 +57,22 @@ formats::ConversionCost costOf(formats::Layout layout, const Stored& st,
   c.ratio_spread = st.ratio.iqr_ms;
   c.noisy = isNoisy(st.s);
   c.source = source;
+  if (st.allocation) {
+    c.allocation_ms = std::max(0.0, st.allocation->median_ms);
+    c.allocation_spread_ms = st.allocation->iqr_ms;
+  }
   return c;
+}
+
+// What `aten::contiguous` pays beyond the copy for its fresh output, measured in this process's
+// allocator state (xprof: steadyStateMalloc): pairs of a conversion into a fresh tensor, freed
+// right after as a consumer frees it, and a copy into a buffer kept across the pairs.
+TimingStats measureAllocation(const at::Tensor& src, int repeats) {
+  at::Tensor out =
+      at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+  PairedTiming m = timeInterleaved([&] { out.copy_(src); }, [&] { (void)src.contiguous(); }, 1,
+                                   std::max(5, repeats));
+  return m.delta;
 }
 } // namespace
 
@@ -103,17 +119,27 @@ void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamp
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
                                               int warmup, int repeats, TimingDb* db) {
   const std::string key = costKey(tensor, warmup, repeats, ("x" + std::to_string(kRounds)).c_str());
-  if (auto hit = lookUp(db, key))
-    return costOf(layoutOf(tensor), *hit, source);
-  PairedSamples samples;
-  std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
-  for (int round = 0; round < kRounds; ++round) {
-    placed.push_back(round == 0 ? tensor : relocated(tensor));
-    measurePlacement(placed.back(), warmup, (repeats + kRounds - 1) / kRounds, samples);
+  const int per_round = (repeats + kRounds - 1) / kRounds;
+  std::optional<Stored> st = lookUp(db, key);
+  if (!st) {
+    PairedSamples samples;
+    std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
+    for (int round = 0; round < kRounds; ++round) {
+      placed.push_back(round == 0 ? tensor : relocated(tensor));
+      measurePlacement(placed.back(), warmup, per_round, samples);
+    }
+    st = summarizeSamples(std::move(samples));
+    store(db, key, *st);
   }
-  const Stored st = summarizeSamples(std::move(samples));
-  store(db, key, st);
-  return costOf(layoutOf(tensor), st, source);
+  // Stored apart, so that a database from before it was measured still serves the copy.
+  if (auto hit = db ? db->get(key + "|alloc") : std::nullopt) {
+    st->allocation = hit->stats;
+  } else {
+    st->allocation = measureAllocation(tensor, per_round);
+    if (db)
+      db->put(key + "|alloc", {*st->allocation, 0});
+  }
+  return costOf(layoutOf(tensor), *st, source);
 }
 
 std::vector<formats::ConversionCost>

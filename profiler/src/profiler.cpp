@@ -58,7 +58,8 @@ constexpr int kMeasureMethod = 4;
 // 3: values computed from constants alone have origin "constant". 4: module_storage.
 // 5: ops say how many times they ran (runs). 6: attributes the graph assigns hold what it
 // assigns them (tspass::MutationInfo); a loop's values are those of its heaviest trip.
-constexpr int kProfileAnalysis = 6;
+// 7: conversion costs say what a fresh output costs (allocation_ms).
+constexpr int kProfileAnalysis = 7;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
 

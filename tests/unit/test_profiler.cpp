@@ -535,6 +535,31 @@ TEST(ConversionCost, PassesSpreadEachLayoutsSamplesOverFreshPlacements) {
   std::filesystem::remove(path);
 }
 
+// aten::contiguous writes a fresh output. Above glibc's largest mmap threshold (32 MiB) every
+// call maps new pages and faults them in, which the copy into a reused buffer never sees: the
+// conversion's cost says what that adds (allocation_ms), and the database keeps it.
+TEST(ConversionCost, SaysWhatAFreshOutputCosts) {
+  const at::Tensor large = at::randn({2560, 4096}).t(); // 40 MiB
+  const std::string path = tempPath("fresh.sqlite");
+  std::filesystem::remove(path);
+  formats::ConversionCost first;
+  {
+    profiler::TimingDb db(path, "cpu|test", "lib");
+    first = profiler::measureConversionCost(large, "model", 1, 6, &db);
+  }
+  ASSERT_TRUE(first.allocation_ms.has_value());
+  ASSERT_TRUE(first.allocation_spread_ms.has_value());
+  EXPECT_GT(*first.allocation_ms, 0.25 * first.median_ms)
+      << "copy " << first.median_ms << " ms, fresh output " << *first.allocation_ms << " ms";
+  profiler::TimingDb db(path, "cpu|test", "lib");
+  const auto again = profiler::measureConversionCost(large, "model", 1, 6, &db);
+  EXPECT_EQ(again.allocation_ms, first.allocation_ms); // read back, not measured again
+  EXPECT_EQ(again.median_ms, first.median_ms);
+  const auto json = formats::toJson(first);
+  EXPECT_TRUE(json.contains("allocation_ms")) << json.dump();
+  std::filesystem::remove(path);
+}
+
 TEST(Profiler, SweepTraceAndInputFile) {
   auto o = quickOptions("mixer");
   o.sweep = true;
