@@ -227,15 +227,18 @@ CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {
 }
 
 std::optional<CostPredictor::Prediction> CostPredictor::predict(const Layout& layout) const {
-  if (auto it = measured_.find(layout.key()); it != measured_.end())
-    return Prediction{it->second->median_ms, it->second->spread_ms, "measured"};
+  if (auto it = measured_.find(layout.key()); it != measured_.end()) {
+    const formats::ConversionCost& c = *it->second;
+    return Prediction{c.median_ms, c.spread_ms, "measured", c.allocation_ms,
+                      c.allocation_spread_ms.value_or(0)};
+  }
   for (const auto& m : cost_.stride_model)
     if (m.device == layout.device)
-      return Prediction{predictStride(m, layout), 0.0, "stride"};
+      return Prediction{predictStride(m, layout), 0.0, "stride", std::nullopt, 0};
   const std::string group = formats::dtypeGroup(layout.dtype);
   for (const auto& e : cost_.cost_model)
     if (e.device == layout.device && e.dtype_group == group)
-      return Prediction{predictClassic(e, layout), 0.0, "classic"};
+      return Prediction{predictClassic(e, layout), 0.0, "classic", std::nullopt, 0};
   return std::nullopt;
 }
 

@@ -169,6 +169,13 @@ private:
     return buf;
   }
 
+  // " (of which 13.8 ms for its fresh output)" when a fresh output is a visible part of a cost.
+  static std::string withAllocation(double allocation_ms) {
+    if (!(allocation_ms >= 0.0005))
+      return "";
+    return " (of which " + fmtMs(allocation_ms) + " for its fresh output)";
+  }
+
   Decision base(const Record& r, const formats::Op& producer) const {
     Decision d;
     d.value_id = r.id;
@@ -233,19 +240,30 @@ private:
     // that gain: xrewrite stores the constant in the layout they read, once, so the conversion
     // costs nothing per run.
     const bool constant = r.origin == "constant" && d.consumers.size() == r.consumers.size();
-    auto cost = constant ? std::optional<costfit::CostPredictor::Prediction>(
-                               costfit::CostPredictor::Prediction{0, 0, "constant"})
-                         : predictor_.predict(r.layout);
+    auto cost = constant
+                    ? std::optional<costfit::CostPredictor::Prediction>(
+                          costfit::CostPredictor::Prediction{0, 0, "constant", std::nullopt, 0})
+                    : predictor_.predict(r.layout);
     if (!cost) {
       d.consumers.clear();
       d.predicted_saving_ms = 0;
       d.reason = "no cost model covers " + r.layout.dtype + " on " + r.layout.device;
       return d;
     }
+    // What its fresh output costs beyond the copy (measured layouts only): always for an
+    // aten::contiguous, and in the fast form for outputs smaller than those the runtime reuses.
+    double allocation = 0;
+    if (!constant && cost->allocation_ms &&
+        (o_.form != "fast" || r.layout.bytes() < kFastFormReusedOutputBytes)) {
+      allocation = *cost->allocation_ms;
+      cost->ms += allocation;
+      cost->spread_ms = std::hypot(cost->spread_ms, cost->allocation_spread_ms);
+    }
     // A conversion runs wherever its value is made: as often as the producer.
     const double runs = runsOf(producer.id);
     cost->ms *= runs;
     cost->spread_ms *= runs;
+    allocation *= runs;
     d.predicted_cost_ms = cost->ms;
     var += sq(se(cost->spread_ms));
     d.predicted_saving_ms = saving;
@@ -297,7 +315,8 @@ private:
         d.reason = "no consumer is faster with a contiguous input";
       else
         d.reason = "saving " + fmtMs(saving) + " does not beat the " + cost->model + " cost " +
-                   fmtMs(cost->ms) + " by " + marginName(margin) + " " + fmtMs(margin);
+                   fmtMs(cost->ms) + withAllocation(allocation) + " by " + marginName(margin) +
+                   " " + fmtMs(margin);
       return d;
     }
     facts->veto = false;
@@ -306,7 +325,8 @@ private:
                " consumer(s)" +
                (constant ? "; the value comes from constants, so it is converted once, into the "
                            "model, and costs nothing per run"
-                         : " for a " + cost->model + " cost of " + fmtMs(cost->ms)) +
+                         : " for a " + cost->model + " cost of " + fmtMs(cost->ms) +
+                               withAllocation(allocation)) +
                perRun(runs);
     return d;
   }
@@ -442,7 +462,8 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
   for (std::size_t t = 0; t < b.problem.base_live.size(); ++t)
     b.problem.base_live[t] = live += diff[t];
   b.problem.memory_budget = o.memory_budget_bytes;
-  if (o.allow_async)
+  // Only the runtime runs a conversion on a side worker: a portable plan has no async.
+  if (o.allow_async && o.form == "fast")
     for (const auto& w : p.gpu_idle_events) {
       b.window_ids.push_back(w.id);
       b.problem.window_capacity.push_back(windowCapacity(w, o));
@@ -539,6 +560,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   m.peak_bytes_before = predictedPeakBytes(p, {});
   m.memory_budget_bytes = o.memory_budget_bytes;
   m.window_safety = o.window_safety;
+  m.form = o.form;
   if (o.memory_budget_bytes && *o.memory_budget_bytes < m.peak_bytes_before) {
     const std::int64_t least = smallestFeasiblePeak(p, cands);
     if (*o.memory_budget_bytes < least)

@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--async-workers", o.async_workers, "side workers that run async conversions")
       ->capture_default_str();
+  app.add_option("--form", o.form,
+                 "the rewrite to plan for, as xrewrite --form: portable (aten::contiguous, "
+                 "which pays for a fresh output; no async) or fast (the runtime's conversions, "
+                 "async in idle windows)")
+      ->capture_default_str();
   app.add_flag("--no-async", o.no_async, "decide only sync / remove / none");
   app.add_option("--async-overhead-ms", o.async_overhead_ms,
                  "critical-path cost of handing a conversion to a side worker and waiting")

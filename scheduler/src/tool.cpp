@@ -59,6 +59,20 @@ std::optional<std::int64_t> parseBytes(const std::string& text) {
   return static_cast<std::int64_t>(bytes);
 }
 
+namespace {
+// A cost.json from an older xprof has its model's conversions timed into a reused buffer only:
+// a portable plan would count a 37 MiB conversion at a third of what aten::contiguous pays.
+void warnUnmeasuredOutputs(const formats::Cost& cost, const std::string& name) {
+  for (const auto& c : cost.conversion_cost_table)
+    if (c.source == "model" && !c.allocation_ms) {
+      printWarning(name, "its conversion costs leave out what a fresh output costs (measured "
+                         "by an older xprof): large conversions may cost more than predicted; "
+                         "profile the model again");
+      return;
+    }
+}
+} // namespace
+
 int runXsched(const XschedOptions& o) {
   SchedOptions so;
   so.min_gain_ms = o.min_gain_ms;
@@ -81,6 +95,9 @@ int runXsched(const XschedOptions& o) {
     throw InputError("xsched", "--node-limit and --time-limit-ms must be positive");
   so.window_safety = o.window_safety;
   so.async_workers = o.async_workers;
+  if (o.form != "portable" && o.form != "fast")
+    throw InputError("xsched", "--form must be 'portable' or 'fast', not '" + o.form + "'");
+  so.form = o.form;
   so.allow_async = !o.no_async;
   if (!(o.async_overhead_ms >= 0))
     throw InputError("xsched", "--async-overhead-ms must be non-negative");
@@ -110,6 +127,7 @@ int runXsched(const XschedOptions& o) {
     printWarning(o.cost.empty() || o.cost == "-" ? fromStream().name() : o.cost,
                  costfit::kStaleStrideModel);
 
+  warnUnmeasuredOutputs(cost, o.cost.empty() || o.cost == "-" ? fromStream().name() : o.cost);
   if (!profile.model.sha256.empty() && !cost.model.sha256.empty() &&
       profile.model.sha256 != cost.model.sha256 && !o.foreign_cost)
     throw InputError("xsched", "the profile is of " + profile.model.path + " (sha256 " +

@@ -5,7 +5,22 @@ source "$(dirname "$0")/lib.sh"
 model="$XALLOC_SAMPLES/mixer.pt"
 xprof "$model" -o "$WORK/profile.json" "${QUICK[@]}" --no-consumers
 xcost "$WORK/profile.json" -o "$WORK/cost.json"
-xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" -o "$WORK/schedule.json"
+xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" -o "$WORK/schedule.json" \
+  2>"$WORK/schedule.err"
+[[ ! -s "$WORK/schedule.err" ]] || fail "xsched warned on a fresh profile: $(cat "$WORK/schedule.err")"
+# A cost table from an older xprof, whose conversions were timed without their fresh outputs.
+python3 - "$WORK/cost.json" "$WORK/old-cost.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert any("allocation_ms" in e for e in c["conversion_cost_table"]), "no allocation_ms measured"
+for e in c["conversion_cost_table"]:
+    e.pop("allocation_ms", None)
+    e.pop("allocation_spread_ms", None)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+xsched --profile "$WORK/profile.json" --cost "$WORK/old-cost.json" -o /dev/null 2>"$WORK/old.err"
+grep -q "old-cost.json: warning: its conversion costs leave out what a fresh output costs" \
+  "$WORK/old.err" || fail "no warning for an old cost table: $(cat "$WORK/old.err")"
 
 # Missing and wrong models.
 expect_error 2 '^missing\.pt: error: cannot read file' -- xprof missing.pt -o "$WORK/p.json"
@@ -118,6 +133,7 @@ expect_error 2 "<stdin>: error: no 'xalloc.cost' document in the input" -- bash 
 expect_error 2 'xsched: error: --memory-budget' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget lots
 expect_error 2 'impossible: the smallest feasible budget is [0-9]+ bytes' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
 expect_error 2 'xsched: error: --window-safety must be in \(0, 1\]' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --window-safety 1.5
+expect_error 2 "xsched: error: --form must be 'portable' or 'fast', not 'quick'" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --form quick
 python3 - "$WORK" <<'PY'
 import json, sys
 w = sys.argv[1]

@@ -16,8 +16,13 @@
 #include "xalloc/runtime/async.h"
 #include "xalloc/runtime/install.h"
 #include "xalloc/runtime/output_alloc.h"
+#include "xalloc/scheduler/decide.h"
 
 using namespace xalloc::runtime;
+
+// xsched plans the fast form knowing which outputs the runtime maps once and reuses.
+static_assert(xalloc::scheduler::kFastFormReusedOutputBytes ==
+              static_cast<std::int64_t>(kHugePageOutputBytes));
 
 namespace {
 bool sameBits(const at::Tensor& a, const at::Tensor& b) {

@@ -68,6 +68,10 @@ public:
     double ms = 0;
     double spread_ms = 0;
     std::string model; // "measured", "stride" or "classic"
+    /// A measured layout's fresh-output cost beyond the copy (ConversionCost::allocation_ms), and
+    /// its IQR; nullopt for predictions and for layouts measured by an older xprof.
+    std::optional<double> allocation_ms;
+    double allocation_spread_ms = 0;
   };
   /// nullopt when neither the table nor any model covers the layout's device and dtype group.
   std::optional<Prediction> predict(const formats::Layout& layout) const;

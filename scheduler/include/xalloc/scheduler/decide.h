@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "xalloc/formats/cost.h"
 #include "xalloc/formats/profile.h"
@@ -14,7 +15,16 @@
 
 namespace xalloc::scheduler {
 
+/// Outputs of at least this many bytes the runtime's conversions (the fast form) map once and
+/// reuse (xalloc::runtime::kHugePageOutputBytes), so they pay no fresh output after the first.
+inline constexpr std::int64_t kFastFormReusedOutputBytes = std::int64_t{4} << 20;
+
 struct SchedOptions {
+  /// The rewrite the plan is for. "portable": every conversion is an aten::contiguous, which
+  /// pays for a fresh output (allocation, and first touches of newly mapped pages), and there is
+  /// no async. "fast": the runtime's conversions, which reuse large outputs, and async ones in
+  /// idle windows.
+  std::string form = "portable";
   /// A decision must gain at least this much (ms) ...
   double min_gain_ms = 0.001;
   /// ... and more than `z` standard errors of the measurements it rests on ...

@@ -20,6 +20,7 @@ struct XschedOptions {
   double window_safety = 0.9;
   int async_workers = 1;
   bool no_async = false;
+  std::string form = "portable"; // "portable" or "fast": the rewrite the plan is for
   double async_overhead_ms = 0.02;
   std::int64_t node_limit = 2'000'000;
   double time_limit_ms = 1000;
