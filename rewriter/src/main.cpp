@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--form", o.form,
                  "portable: only aten:: ops, async decisions run as sync; fast: async decisions "
                  "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "
-                 "libxalloc_runtime.so to run the model)")
-      ->capture_default_str();
+                 "libxalloc_runtime.so to run the model); default: the form the schedule was "
+                 "planned for (xsched --form), else portable");
   app.add_option("--show", o.show,
                  "print the schedule stored in a rewritten model (for --method, where "
                  "several methods were rewritten) and exit");

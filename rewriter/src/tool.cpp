@@ -88,22 +88,44 @@ int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedul
   return kExitOk;
 }
 
+void checkForm(const std::string& form) {
+  if (!form.empty() && form != "portable" && form != "fast")
+    throw InputError("xrewrite", "--form: '" + form + "' is neither 'portable' nor 'fast'");
+}
+
+// The form to write: --form, else the one the schedule was planned for, else portable. A plan
+// for the fast form written in the portable one runs its async conversions on the critical path
+// and pays for fresh outputs the plan did not count: said once, as a warning.
+XrewriteOptions withForm(XrewriteOptions o, const formats::Schedule& s, const std::string& name) {
+  if (o.form.empty())
+    o.form = s.summary.form.empty() ? "portable" : s.summary.form;
+  const std::int64_t edits = s.count(formats::Action::Sync) + s.count(formats::Action::Async);
+  if (o.form == "portable" && s.summary.form == "fast" && edits > 0)
+    printWarning(name, "the schedule was planned for the fast form (xsched --form fast); written "
+                       "portable, its conversions pay for fresh outputs" +
+                           std::string(s.count(formats::Action::Async) > 0
+                                           ? " and its async ones run on the critical path"
+                                           : "") +
+                           ", which the plan did not count: plan with xsched --form portable");
+  return o;
+}
+
 } // namespace
 
 int runXrewrite(const XrewriteOptions& o) {
   if (!o.show.empty())
     return showStoredSchedule(o.show, o.method);
   if (!o.cpp_files.empty()) {
-    if (o.form != "portable" && o.form != "fast")
-      throw InputError("xrewrite", "--form: '" + o.form + "' is neither 'portable' nor 'fast'");
+    checkForm(o.form);
     if (!o.model.empty())
       throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");
     if (o.in_place && o.check)
       throw InputError("xrewrite", "--in-place and --check exclude each other");
     bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");
     auto set = formats::DocumentSet::read(from_stdin ? "-" : o.schedule);
-    return rewriteCppSources(
-        o, formats::scheduleFromJson(set.require(formats::DocKind::Schedule), set.name()));
+    const formats::Schedule schedule =
+        formats::scheduleFromJson(set.require(formats::DocKind::Schedule), set.name());
+    return rewriteCppSources(withForm(o, schedule, set.name()), schedule);
   }
   if (o.model.empty())
     throw InputError("xrewrite", "no model: give the TorchScript file to rewrite");
@@ -111,8 +133,7 @@ int runXrewrite(const XrewriteOptions& o) {
     throw InputError("xrewrite", "no output: give -o OUT.pt (or --check / --diff for a dry run)");
   if (!o.output.empty() && o.output == o.model)
     throw InputError("xrewrite", "-o names the input model; write to another file");
-  if (o.form != "portable" && o.form != "fast")
-    throw InputError("xrewrite", "--form: '" + o.form + "' is neither 'portable' nor 'fast'");
+  checkForm(o.form);
   if (o.verify_runs < 1)
     throw InputError("xrewrite", "--verify-runs must be at least 1");
   bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");
@@ -121,7 +142,7 @@ int runXrewrite(const XrewriteOptions& o) {
   formats::Schedule schedule = formats::scheduleFromJson(doc, set.name());
   // A schedule's anchors belong to the method it was profiled on: applied to another one they
   // could match look-alike expressions there (every nn.Linear shares its anchor text).
-  XrewriteOptions with_method = o;
+  XrewriteOptions with_method = withForm(o, schedule, set.name());
   const std::string& profiled = schedule.model.method;
   if (with_method.method.empty())
     with_method.method = profiled.empty() ? "forward" : profiled;

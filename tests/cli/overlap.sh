@@ -10,8 +10,18 @@ fi
 
 # A real async decision: in the overlap model an independent branch runs between a transpose and
 # its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it
-# on the side worker, bit-identical to the original.
-xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" | xcost | xsched -o "$WORK/overlap.json"
+# on the side worker, bit-identical to the original. Only the fast form has a side worker: a
+# plan for the portable one (the default) converts synchronously.
+xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" -o "$WORK/overlap.profile.json"
+xcost "$WORK/overlap.profile.json" -o "$WORK/overlap.cost.json"
+xsched --profile "$WORK/overlap.profile.json" --cost "$WORK/overlap.cost.json" \
+  -o "$WORK/overlap.portable.json"
+grep -Eq '"action": ?"async"' "$WORK/overlap.portable.json" &&
+  fail "overlap: a portable plan has an async decision"
+grep -Eq '"form": ?"portable"' "$WORK/overlap.portable.json" ||
+  fail "overlap: the plan does not say its form"
+xsched --profile "$WORK/overlap.profile.json" --cost "$WORK/overlap.cost.json" --form fast \
+  -o "$WORK/overlap.json"
 python3 - "$WORK/overlap.json" <<'PY' || fail "overlap: no async decision"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -21,7 +31,13 @@ w = {e["id"]: e for e in s["gpu_idle_events"]}[a[0]["window_id"]]
 assert w["after_op_id"] >= a[0]["producer"] and w["before_op_id"] <= min(a[0]["consumers"]), w
 assert s["summary"]["optimal"] is True
 PY
-xrewrite "$XALLOC_SAMPLES/overlap.pt" -s "$WORK/overlap.json" --form fast -o "$WORK/overlap.fast.pt" -q
+# Written in the form it was planned for, unless told otherwise; told portable, it says what
+# that costs.
+xrewrite "$XALLOC_SAMPLES/overlap.pt" -s "$WORK/overlap.json" -o "$WORK/overlap.fast.pt" -q
+xrewrite "$XALLOC_SAMPLES/overlap.pt" -s "$WORK/overlap.json" --form portable \
+  -o "$WORK/overlap.portable.pt" -q 2>"$WORK/overlap.portable.err"
+grep -q "overlap.json: warning: the schedule was planned for the fast form (xsched --form fast); written portable, its conversions pay for fresh outputs and its async ones run on the critical path" \
+  "$WORK/overlap.portable.err" || fail "overlap: no warning for a fast plan written portable: $(cat "$WORK/overlap.portable.err")"
 if [[ -n "${XALLOC_PYTHON_PATH:-}" ]]; then
   same_outputs "$XALLOC_SAMPLES/overlap.pt" "$WORK/overlap.fast.pt" >/dev/null ||
     fail "overlap: fast rewrite differs"

@@ -17,7 +17,8 @@ struct XrewriteOptions {
   int verify_runs = 3;
   /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
-  std::string form = "portable";
+  /// Empty: the form the schedule was planned for (xsched --form), else portable.
+  std::string form;
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   std::string input_file; // verify on these inputs (torch.save of a tensor, tuple or list)
