@@ -1,6 +1,7 @@
 // profile.json <-> Profile.
 #include "xalloc/formats/profile.h"
 
+#include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +100,8 @@ json toJson(const Record& rec) {
   j["last_use"] = rec.last_use;
   j["is_output"] = rec.is_output;
   j["in_loop"] = rec.in_loop;
+  if (rec.runs_by_bytes)
+    j["runs_by_bytes"] = std::round(*rec.runs_by_bytes * 1e6) / 1e6;
   j["has_writers"] = rec.has_writers;
   j["module_storage"] = rec.module_storage;
   j["view_chain"] = rec.view_chain;
@@ -129,6 +132,8 @@ Record readRecord(const JsonReader& r) {
               std::to_string(rec.first_use));
   rec.is_output = r.getBool("is_output", false);
   rec.in_loop = r.getBool("in_loop", false);
+  if (auto f = r.find("runs_by_bytes"))
+    rec.runs_by_bytes = f->toNonNegative();
   rec.has_writers = r.getBool("has_writers", false);
   rec.module_storage = r.getBool("module_storage", false);
   if (auto v = r.find("view_chain"))

@@ -303,6 +303,11 @@ struct GraphRunner::Impl {
   void runNode(const Node* n, Env& env, const Options& o, Trace* t) const {
     try {
       runNodeUnchecked(n, env, o, t);
+      if (t && o.keep_values)
+        for (const Value* out : n->outputs())
+          if (auto it = env.find(out);
+              it != env.end() && it->second.isTensor() && it->second.toTensor().defined())
+            t->bytes_made[out] += static_cast<std::int64_t>(it->second.toTensor().nbytes());
     } catch (const OpFailure&) {
       throw;
     } catch (const std::exception& e) {
@@ -413,6 +418,7 @@ std::vector<c10::IValue> GraphRunner::run(const std::vector<c10::IValue>& inputs
     trace->op_runs.assign(impl_->index.ops().size(), 0);
     trace->op_cpu_ms.assign(impl_->index.ops().size(), 0.0);
     trace->op_start_ms.assign(impl_->index.ops().size(), -1.0);
+    trace->bytes_made.clear();
     trace->run_start = std::chrono::steady_clock::now();
   }
   Impl::Env env;

@@ -58,7 +58,8 @@ constexpr int kMeasureMethod = 4;
 // 3: values computed from constants alone have origin "constant". 4: module_storage.
 // 5: ops say how many times they ran (runs). 6: attributes the graph assigns hold what it
 // assigns them (tspass::MutationInfo); a loop's values are those of its heaviest trip.
-// 7: conversion costs say what a fresh output costs (allocation_ms).
+// 7: conversion costs say what a fresh output costs (allocation_ms); loop values say what their
+// trips add up to (runs_by_bytes).
 constexpr int kProfileAnalysis = 7;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 constexpr int kSweepPasses = 3;
@@ -472,6 +473,9 @@ private:
       if (r.is_output)
         r.last_use = std::max(r.last_use, last_op);
       r.in_loop = r.in_loop || (r.producer_op && index_->inLoop(*r.producer_op));
+      if (r.in_loop && r.bytes > 0)
+        if (auto made = t.bytes_made.find(v); made != t.bytes_made.end())
+          r.runs_by_bytes = static_cast<double>(made->second) / static_cast<double>(r.bytes);
       r.has_writers = mutation.hasWriters(v);
       r.view_chain = viewChain(v, t);
       std::set<const Node*> seen;

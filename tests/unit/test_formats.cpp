@@ -98,6 +98,12 @@ TEST(Formats, ProfileRoundTripIsExact) {
   Profile q = profileFromJson(j, "p.json");
   EXPECT_EQ(toJson(q), j);
   EXPECT_EQ(q.records.at(0).consumers.at(0).time_contiguous_ms, 0.25);
+  EXPECT_FALSE(j["records"][0].contains("runs_by_bytes")); // outside loops: not written
+  p.records[0].in_loop = true;
+  p.records[0].runs_by_bytes = 1.328125;
+  j = toJson(p);
+  EXPECT_EQ(profileFromJson(j, "p.json").records.at(0).runs_by_bytes, 1.328125);
+  EXPECT_EQ(toJson(profileFromJson(j, "p.json")), j);
   EXPECT_EQ(q.settings.inputs.at(0).high, 256.0);
   EXPECT_EQ(j["schema"], "xalloc.profile");
   EXPECT_EQ(j["schema_version"], 1);

@@ -60,6 +60,10 @@ def forward(self, xs: List[Tensor]):
   const auto outs = out.at(0).toListRef();
   ASSERT_EQ(outs.size(), 3u);
   EXPECT_TRUE(outs[2].toTensor().equal(xs[2].t() + 1.0)) << "the loop's results are untouched";
+  // What the trips made together, for the profile's runs_by_bytes: every trip's bytes, though
+  // only the heaviest trip's value is kept.
+  EXPECT_EQ(trace.bytes_made.at(y), (8 * 4 + 64 * 32 + 2 * 2) * 4);
+  EXPECT_EQ(trace.bytes_made.at(sum), (8 * 4 + 64 * 32 + 2 * 2) * 4);
 
   // Trips of equal size: the last one, as before.
   const std::vector<at::Tensor> same{at::randn({4, 4}), at::randn({4, 4})};
@@ -67,4 +71,5 @@ def forward(self, xs: List[Tensor]):
   runner.run({m._ivalue(), tensorList(same)}, {true, false, false}, &t2);
   EXPECT_EQ(runner.valueOf(t2, trip).toInt(), 1);
   EXPECT_TRUE(runner.valueOf(t2, y).toTensor().equal(same[1].t()));
+  EXPECT_EQ(t2.bytes_made.at(y), 2 * 4 * 4 * 4); // counted per run, not carried over
 }

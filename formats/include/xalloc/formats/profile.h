@@ -57,6 +57,12 @@ struct Record {
   std::int64_t last_use = 0;
   bool is_output = false;
   bool in_loop = false;
+  /// In a loop: the tensor bytes its producer made over all its runs, divided by this record's
+  /// bytes (the heaviest trip's value, which consumers and conversions are measured on). What a
+  /// per-run measurement scales by for the run of the model: the producer's runs when every trip
+  /// makes the same size, fewer when trips shrink (a detection head over FPN levels of 40x40 down
+  /// to 3x3: 1.33, not 5). Absent outside loops and in older profiles (then: runs).
+  std::optional<double> runs_by_bytes;
   bool has_writers = false; // something writes to this value's memory (aliasing makes edits unsafe)
   // Its memory is the module's (a weight, a buffer, a frozen constant, or a view of one): it
   // lives as long as the model, so it is not an activation.

@@ -35,6 +35,9 @@ public:
     std::vector<std::int64_t> op_runs; // per op id: times it ran (loop trips; 0: not reached)
     std::chrono::steady_clock::time_point run_start;
     std::unordered_map<const torch::jit::Value*, c10::IValue> values;
+    /// With keep_values: per value an op made, the tensor bytes it made summed over every time
+    /// the op ran (a loop's trips), where `values` holds one of them (the heaviest trip's).
+    std::unordered_map<const torch::jit::Value*, std::int64_t> bytes_made;
   };
 
   /// Runs the graph. `inputs` are the graph's inputs, the module object first.
