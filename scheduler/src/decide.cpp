@@ -160,12 +160,31 @@ private:
     return op ? static_cast<double>(op->runs) : 1.0;
   }
 
+  // How many runs of `op_id` a measurement on `r` stands for. Consumers and conversions in a
+  // loop are measured on one trip's value, the heaviest; when trips differ in size (a head over
+  // FPN levels) they add up to the bytes the producer made over all trips, not runs times the
+  // heaviest (Record::runs_by_bytes).
+  double weightedRuns(const Record& r, std::int64_t op_id, std::int64_t producer_id) const {
+    const double runs = runsOf(op_id);
+    const double producer_runs = runsOf(producer_id);
+    if (!r.runs_by_bytes || !(producer_runs > 0))
+      return runs;
+    return runs * *r.runs_by_bytes / producer_runs;
+  }
+
   // "" for a site that runs once per run of the model, else how often it runs.
-  static std::string perRun(double runs) {
+  // `weighted`: what its trips add up to in units of the trip measured (weightedRuns).
+  static std::string perRun(double runs, double weighted) {
     if (runs == 1)
       return "";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " (it runs %.0f times per run of the model)", runs);
+    char buf[160];
+    if (std::abs(weighted - runs) < 0.005 * runs)
+      std::snprintf(buf, sizeof buf, " (it runs %.0f times per run of the model)", runs);
+    else
+      std::snprintf(buf, sizeof buf,
+                    " (it runs %.0f times per run of the model; by their bytes its trips add up "
+                    "to %.2f of the one measured)",
+                    runs, weighted);
     return buf;
   }
 
@@ -230,7 +249,7 @@ private:
       const double gain = -delta;
       if (gain <= 0 && !program)
         continue;
-      const double k = runsOf(c.op_id);
+      const double k = weightedRuns(r, c.op_id, producer.id);
       saving += gain * k;
       var += delta_var * k * k;
       served_ms += c.time_as_is_ms * k;
@@ -260,7 +279,7 @@ private:
       cost->spread_ms = std::hypot(cost->spread_ms, cost->allocation_spread_ms);
     }
     // A conversion runs wherever its value is made: as often as the producer.
-    const double runs = runsOf(producer.id);
+    const double runs = weightedRuns(r, producer.id, producer.id);
     cost->ms *= runs;
     cost->spread_ms *= runs;
     allocation *= runs;
@@ -327,7 +346,7 @@ private:
                            "model, and costs nothing per run"
                          : " for a " + cost->model + " cost of " + fmtMs(cost->ms) +
                                withAllocation(allocation)) +
-               perRun(runs);
+               perRun(runsOf(producer.id), runs);
     return d;
   }
 
@@ -403,7 +422,7 @@ private:
       }
       const auto [delta, delta_var] =
           layoutChange(c, *c.time_noncontiguous_ms, c.time_noncontiguous_spread_ms);
-      const double k = runsOf(c.op_id);
+      const double k = weightedRuns(r, c.op_id, conv.id);
       extra += delta * k;
       var += delta_var * k * k;
       served_ms += c.time_as_is_ms * k;

@@ -206,6 +206,22 @@ TEST(Scheduler, ALoopSiteAddsUpOverItsTripsAndNeverGoesAsync) {
   g.cost.conversion_cost_table[0].median_ms = 0.1;
   g.cost.conversion_cost_table[0].samples_ms = {0.1};
   EXPECT_EQ(g.decisionFor(makeSchedule(g.p, g.cost), 10).action, Action::None);
+
+  // Trips of falling size (an FPN head): v was measured on the heaviest, and the three trips
+  // made 1.5 times its bytes, so a third of the time is saved and spent, not all of it.
+  Fixture h = f;
+  h.v().runs_by_bytes = 1.5;
+  const Schedule hs = makeSchedule(h.p, h.cost);
+  const auto& hd = h.decisionFor(hs, 10);
+  EXPECT_EQ(hd.action, Action::Sync) << hd.reason;
+  EXPECT_NEAR(hd.predicted_saving_ms, 1.5 * 0.6, 1e-12);
+  EXPECT_NEAR(hd.predicted_cost_ms, 1.5 * 0.1, 1e-12);
+  EXPECT_NE(hd.reason.find("runs 3 times per run of the model; by their bytes its trips add up to "
+                           "1.50 of the one measured"),
+            std::string::npos)
+      << hd.reason;
+  EXPECT_NEAR(s.summary.predicted_time_after_ms - hs.summary.predicted_time_after_ms,
+              -(3 - 1.5) * (0.6 - 0.1), 1e-9);
 }
 
 TEST(Scheduler, NeverChoosesWhatTheProfileSaysIsSlower) {
