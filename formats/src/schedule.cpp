@@ -136,6 +136,10 @@ json toJson(const Schedule& s) {
   return j;
 }
 
+bool isRewriteForm(const std::string& form) {
+  return form == "portable" || form == "fast";
+}
+
 Schedule readSchedule(const JsonReader& r) {
   Schedule s;
   if (auto t = r.find("tool"))
@@ -176,7 +180,7 @@ Schedule readSchedule(const JsonReader& r) {
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
   if (auto f = m.find("form"); f && !f->isNull()) {
     s.summary.form = f->toString();
-    if (s.summary.form != "portable" && s.summary.form != "fast")
+    if (!isRewriteForm(s.summary.form))
       f->fail("expected \"portable\" or \"fast\"");
   }
   return s;

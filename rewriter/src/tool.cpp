@@ -89,7 +89,7 @@ int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedul
 }
 
 void checkForm(const std::string& form) {
-  if (!form.empty() && form != "portable" && form != "fast")
+  if (!form.empty() && !formats::isRewriteForm(form))
     throw InputError("xrewrite", "--form: '" + form + "' is neither 'portable' nor 'fast'");
 }
 

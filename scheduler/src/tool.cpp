@@ -95,7 +95,7 @@ int runXsched(const XschedOptions& o) {
     throw InputError("xsched", "--node-limit and --time-limit-ms must be positive");
   so.window_safety = o.window_safety;
   so.async_workers = o.async_workers;
-  if (o.form != "portable" && o.form != "fast")
+  if (!formats::isRewriteForm(o.form))
     throw InputError("xsched", "--form must be 'portable' or 'fast', not '" + o.form + "'");
   so.form = o.form;
   so.allow_async = !o.no_async;

@@ -36,6 +36,9 @@ struct Decision {
 /// expression reached from several call stacks, which one source edit changes together.
 bool sameExpression(const Decision& a, const Decision& b);
 
+/// "portable" or "fast": the forms of rewrite a plan can be for (ScheduleSummary::form).
+bool isRewriteForm(const std::string& form);
+
 struct ScheduleSummary {
   double predicted_time_before_ms = 0;
   double predicted_time_after_ms = 0;
