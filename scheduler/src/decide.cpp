@@ -155,6 +155,15 @@ private:
     return true;
   }
 
+  // A reshape that gains from a contiguous input copied its input: the layout has no view in
+  // the new shape, so the reshape is a conversion of its own.
+  bool copyingReshape(const std::vector<std::int64_t>& gaining) const {
+    for (std::int64_t id : gaining)
+      if (const formats::Op* op = p_.findOp(id); op && op->kind == "aten::reshape")
+        return true;
+    return false;
+  }
+
   // Times an op runs in one run of the model (loop trips); savings and costs add up over them.
   double runsOf(std::int64_t op_id) const {
     const formats::Op* op = p_.findOp(op_id);
@@ -313,6 +322,7 @@ private:
     facts->can_async =
         !constant && !r.in_loop && !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
     if (d.consumers.empty() || saving - cost->ms <= margin) {
+      const bool reshape_copies = copyingReshape(d.consumers);
       // Record the consumers a conversion would serve, so the decision can be reviewed.
       d.consumers = candidates;
       // No consumer a conversion could serve: ruled out (a veto for a program's other calls of
@@ -329,6 +339,9 @@ private:
         d.reason = "already converted by an existing aten::contiguous";
       else if (unmeasured == r.consumers.size())
         d.reason = "no consumer could be measured in isolation";
+      else if (!candidates.empty() && allViews(candidates) && reshape_copies)
+        d.reason = "aten::reshape copies it already (this layout cannot be viewed in the new "
+                   "shape): a conversion would only move that copy";
       else if (!candidates.empty() && allViews(candidates))
         d.reason = "its consumers are views, which read no data";
       else if (saving <= 0)

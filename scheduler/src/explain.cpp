@@ -25,6 +25,30 @@ std::string padded(std::string s, std::size_t width) {
   return s;
 }
 
+// Pads to `width`; a longer expression keeps its start and, when it fits in half the width, its
+// last call: "x.view(B, H...).contiguous()" and "x.view(B, H...).permute(0, 2, 1)" stay apart.
+std::string paddedExpression(const std::string& s, std::size_t width) {
+  if (s.size() <= width)
+    return padded(s, width);
+  std::size_t last = std::string::npos;
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '(' || c == '[')
+      ++depth;
+    else if ((c == ')' || c == ']') && depth > 0)
+      --depth;
+    else if (c == '.' && depth == 0 && i > 0)
+      last = i;
+  }
+  if (last == std::string::npos || s.size() - last > width / 2)
+    return padded(s, width);
+  if (s[last - 1] == ')')
+    --last; // "...).permute(0, 2, 1)": the call's parenthesis stays with it
+  const std::string tail = s.substr(last);
+  return s.substr(0, width - 3 - tail.size()) + "..." + tail;
+}
+
 // Pads to `width`; a longer text keeps its end (a site's file:line keeps its line number).
 std::string paddedTail(std::string s, std::size_t width) {
   if (s.size() > width)
@@ -86,9 +110,9 @@ std::string explainSchedule(const formats::Schedule& s) {
     std::string expr = exprs[i];
     if (!o.empty() && expr.size() > expr_w) {
       expr.resize(expr.size() - o.size());
-      expr = padded(expr, expr_w - o.size()) + o;
+      expr = paddedExpression(expr, expr_w - o.size()) + o;
     }
-    out << paddedTail(sites[i], site_w) << " " << padded(expr, expr_w) << " "
+    out << paddedTail(sites[i], site_w) << " " << paddedExpression(expr, expr_w) << " "
         << padded(sizes[i], sizes_w) << " " << padded(formats::actionName(d.action), 7) << " "
         << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
         << "\n";

@@ -295,6 +295,46 @@ TEST(Scheduler, ExplainNamesEverySite) {
       << text;
 }
 
+TEST(Scheduler, ExplainKeepsTheLastCallOfACutExpression) {
+  // Swin's window partition: the permute and the aten::contiguous after it share their start,
+  // longer than the column; what tells them apart is the last call.
+  Fixture f;
+  Schedule s = makeSchedule(f.p, f.cost);
+  ASSERT_GE(s.decisions.size(), 2u);
+  const std::string permute = "x.view(B, H // w, w, W // w, w, C).permute(0, 1, 3, 2, 4, 5)";
+  s.decisions[0].anchor.expr = permute;
+  s.decisions[1].anchor.expr = permute + ".contiguous()";
+  const std::string text = explainSchedule(s);
+  EXPECT_NE(text.find(" x.view(B, H // w, w, W // ...).permute(0, 1, 3, 2, 4, 5) "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" x.view(B, H // w, w, W // w, w, C).perm...).contiguous() "),
+            std::string::npos)
+      << text;
+  // A last call too long to keep (half the column) leaves the start and "...".
+  s.decisions[1].anchor.expr = "x.view(1, 2)." + std::string(60, 'f') + "()";
+  EXPECT_NE(explainSchedule(s).find(" x.view(1, 2)." + std::string(40, 'f') + "... "),
+            std::string::npos)
+      << explainSchedule(s);
+}
+
+TEST(Scheduler, AReshapeThatCopiesIsNamedAsTheConversion) {
+  // `(a @ v).transpose(1, 2).reshape(...)`: the layout has no view in the new shape, so the
+  // reshape copies; with a contiguous input it is a view, and it gains what the copy costs.
+  Fixture f;
+  for (int op : {1, 2})
+    f.p.ops[op].kind = "aten::reshape";
+  f.v().consumers = {Fixture::consumer(1, 0.06, 0.01), Fixture::consumer(2, 0.06, 0.01)};
+  Schedule s = makeSchedule(f.p, f.cost);
+  const auto& d = f.decisionFor(s, 10);
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("aten::reshape copies it already"), std::string::npos) << d.reason;
+  // Views that gain nothing read no data.
+  f.v().consumers = {Fixture::consumer(1, 0.01, 0.01), Fixture::consumer(2, 0.01, 0.01)};
+  s = makeSchedule(f.p, f.cost);
+  EXPECT_EQ(f.decisionFor(s, 10).reason, "its consumers are views, which read no data");
+}
+
 TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   // In a C++ program's profile, ops libtorch runs for one call of the program's (the weight's
   // `t` in torch::nn::Linear's forward) have no anchor: no source edit can reach them.
