@@ -48,6 +48,8 @@ json toJson(const ConsumerTiming& c) {
   if (c.delta_ms)
     j["delta_ms"] = roundMs(*c.delta_ms);
   putOptionalMs(j, "delta_spread_ms", c.delta_spread_ms);
+  if (c.reads)
+    j["reads"] = *c.reads;
   if (c.noisy)
     j["noisy"] = true;
   if (!c.note.empty())
@@ -79,6 +81,8 @@ ConsumerTiming readConsumer(const JsonReader& r) {
   c.identical_output = r.getBool("identical_output", true);
   c.same_output_layout = r.getBool("same_output_layout", true);
   c.accepts_noncontiguous = r.getBool("accepts_noncontiguous", true);
+  if (auto f = r.find("reads"))
+    c.reads = f->toCount();
   c.noisy = r.getBool("noisy", false);
   c.note = r.getString("note", "");
   return c;

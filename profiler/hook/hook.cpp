@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +39,7 @@
 
 #include "replay.h"
 #include "stacks.h"
+#include "values.h"
 
 namespace xprof_hook {
 thread_local int tl_depth = 0;
@@ -59,9 +59,6 @@ int envInt(const char* name, int fallback) {
 
 // ---- the recorder ---------------------------------------------------------------------------
 
-using TensorWeak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-using StorageWeak = c10::weak_intrusive_ptr<c10::StorageImpl>;
-
 struct Frame {
   int module = -1; // index into modules_, -1 when no loaded object holds it
   std::uintptr_t offset = 0;
@@ -79,21 +76,12 @@ struct Site {
   bool shared_call = false;                  // another site's op ran in the same user call instance
 };
 
-struct Value {
-  fmt::Record rec;
-  std::set<std::pair<std::int64_t, std::int64_t>> consumers_seen; // (op id, input index)
-};
-
-struct Live {
-  TensorWeak weak;
-  std::int64_t value = 0;
-};
-
 struct Ctx : at::ObserverContext {
   Clock::time_point t0;
   double cpu0 = 0;
   Site* site = nullptr;
   std::uintptr_t user_cfa = 0; // the innermost user frame's CFA: which call of the program
+  bool count_only = false;     // a call past the measured ones: only its values are followed
 };
 
 thread_local Clock::time_point tl_last_end;
@@ -141,9 +129,20 @@ public:
       ++total_calls_;
       Site& site = siteOf(fn.name(), u);
       ++site.calls;
-      if (!site.user || site.recorded >= cap_) {
+      if (!site.user) {
         tl_last_recorded = false;
         return nullptr;
+      }
+      if (site.recorded >= cap_) {
+        // Not measured, but still counted: which values it reads, and its outputs followed.
+        tl_last_recorded = false;
+        for (std::size_t i = 0; i < inputs.size(); ++i)
+          forEachTensor(inputs[i], [&](const at::Tensor& t) {
+            values_.countRead(t, site.id, static_cast<std::int64_t>(i));
+          });
+        ctx->site = &site;
+        ctx->count_only = true;
+        return ctx;
       }
       if (site.id < 0) {
         site.id = static_cast<std::int64_t>(order_.size());
@@ -158,9 +157,9 @@ public:
       std::vector<std::int64_t> in_ids;
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         forEachTensor(inputs[i], [&](const at::Tensor& t) {
-          const std::int64_t v = valueOf(t, site, static_cast<std::int64_t>(i));
+          const std::int64_t v = values_.argument(t, site.id, static_cast<std::int64_t>(i));
           in_ids.push_back(v);
-          Value& val = values_[static_cast<std::size_t>(v)];
+          Value& val = values_[v];
           val.rec.last_use = std::max(val.rec.last_use, site.id);
           if (!val.consumers_seen.insert({site.id, static_cast<std::int64_t>(i)}).second)
             return;
@@ -171,9 +170,8 @@ public:
             pending.push_back(std::move(p));
             return;
           }
-          auto src = conversion_sources_.find(t.unsafeGetTensorImpl());
-          if (src != conversion_sources_.end() && !src->second.first.expired()) {
-            p.other = src->second.second;
+          if (at::Tensor src = values_.sourceOf(t); src.defined()) {
+            p.other = src;
             p.to_contiguous = false;
             pending.push_back(std::move(p));
             return;
@@ -183,7 +181,7 @@ public:
       }
       for (std::size_t i : writtenArgs(fn))
         if (i < inputs.size())
-          forEachTensor(inputs[i], [&](const at::Tensor& t) { markWritten(t); });
+          forEachTensor(inputs[i], [&](const at::Tensor& t) { values_.markWritten(t); });
       if (site.recorded == 0)
         site.inputs = in_ids;
     }
@@ -198,7 +196,7 @@ public:
     if (!pending.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& p : pending)
-        values_[static_cast<std::size_t>(p.value)].rec.consumers.push_back(p.timing);
+        values_[p.value].rec.consumers.push_back(p.timing);
     }
     // Time between the program's previous op and this one: only when that op was recorded too
     // (its end is known); our own work in between is not counted.
@@ -217,6 +215,19 @@ public:
     if (!base)
       return;
     auto* ctx = static_cast<Ctx*>(base);
+    if (ctx->count_only) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Not measured, but its outputs are the site's values again when they look the same.
+      const Site& site = *ctx->site;
+      std::size_t index = 0;
+      for (const auto& out : fn.outputs())
+        forEachTensor(out, [&](const at::Tensor& t) {
+          if (index < site.outputs.size())
+            values_.follow(t, site.outputs[index]);
+          ++index;
+        });
+      return;
+    }
     const auto t1 = Clock::now();
     const double cpu1 = prof::processCpuMs();
     std::vector<at::Tensor> to_measure;
@@ -231,11 +242,11 @@ public:
       std::int64_t index = 0;
       for (const auto& out : outputs)
         forEachTensor(out, [&](const at::Tensor& t) {
-          const std::int64_t v = produce(t, site, index++);
+          const std::int64_t v = values_.output(t, site.id, index++);
           if (first)
             site.outputs.push_back(v);
           // Each layout is timed once, the first time a value has it.
-          if (!values_[static_cast<std::size_t>(v)].rec.contiguous && t.numel() > 0 &&
+          if (!values_[v].rec.contiguous && t.numel() > 0 &&
               converted_keys_.insert(prof::layoutOf(t).key()).second)
             to_measure.push_back(t);
         });
@@ -244,8 +255,7 @@ public:
         const at::Tensor& src = fn.inputs()[0].toTensor();
         const at::Tensor& dst = outputs[0].toTensor();
         if (!src.is_contiguous()) // kept to re-run consumers without the conversion
-          conversion_sources_.insert_or_assign(
-              dst.unsafeGetTensorImpl(), std::make_pair(TensorWeak(dst.getIntrusivePtr()), src));
+          values_.keepSource(dst, src);
       }
       // Two ops from one user call (a libtorch module's forward running several ops): only the
       // last one's result is the expression's value, so neither can be matched to the source.
@@ -272,9 +282,6 @@ public:
   void write() {
     stopped_ = true;
     std::lock_guard<std::mutex> lock(mu_);
-    conversion_sources_.clear();
-    live_.clear();
-    by_storage_.clear();
     fmt::Profile p;
     nlohmann::json stacks = nlohmann::json::array();
     double clock = 0;
@@ -283,15 +290,18 @@ public:
       op.id = s->id;
       op.kind = s->kind;
       const auto d = prof::summarize(s->ms);
-      op.duration_ms = d.median_ms;
-      op.duration_spread_ms = d.iqr_ms;
+      // The program's run is one run: a site's time is all its calls together, as a model's op
+      // in a loop; the timeline (and its idle windows) is laid out per call.
+      op.runs = std::max<std::int64_t>(1, s->calls);
+      op.duration_ms = d.median_ms * static_cast<double>(op.runs);
+      op.duration_spread_ms = d.iqr_ms * static_cast<double>(op.runs);
       op.noisy = prof::isNoisy(d);
       const double cpu = prof::summarize(s->cpu_ms).median_ms;
       op.utilization = d.median_ms > 0 ? std::clamp(cpu / (d.median_ms * cores_), 0.0, 1.0) : 0.0;
       const double gap = s->gap_ms.empty() ? 0.0 : prof::summarize(s->gap_ms).median_ms;
       clock += op.id == 0 ? 0.0 : gap;
       op.start_ms = clock;
-      clock += op.duration_ms;
+      clock += d.median_ms;
       op.inputs = s->inputs;
       op.outputs = s->outputs;
       p.ops.push_back(op);
@@ -305,8 +315,7 @@ public:
                         {"recorded", s->recorded},
                         {"shared_call", s->shared_call}});
     }
-    for (auto& v : values_)
-      p.records.push_back(v.rec);
+    p.records = values_.finish();
     p.conversion_cost_table = conversions_;
     p.settings.iterations = cap_;
     p.settings.warmup = warmup_;
@@ -388,117 +397,6 @@ private:
     return *sites_.emplace(std::move(key), std::move(site)).first->second;
   }
 
-  std::int64_t storageOf(const at::Tensor& t) {
-    if (!t.has_storage())
-      return -1;
-    c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-    auto it = storages_.find(s);
-    if (it != storages_.end() && !it->second.first.expired())
-      return it->second.second;
-    const std::int64_t id = next_storage_++;
-    storages_.insert_or_assign(s, std::make_pair(t.storage().getWeakStorageImpl(), id));
-    return id;
-  }
-
-  void prune() {
-    if (live_.size() < prune_at_)
-      return;
-    for (auto it = live_.begin(); it != live_.end();)
-      it = it->second.weak.expired() ? live_.erase(it) : std::next(it);
-    for (auto it = by_storage_.begin(); it != by_storage_.end();) {
-      auto& list = it->second;
-      list.erase(
-          std::remove_if(list.begin(), list.end(), [](const auto& e) { return e.first.expired(); }),
-          list.end());
-      it = list.empty() ? by_storage_.erase(it) : std::next(it);
-    }
-    for (auto it = storages_.begin(); it != storages_.end();)
-      it = it->second.first.expired() ? storages_.erase(it) : std::next(it);
-    for (auto it = conversion_sources_.begin(); it != conversion_sources_.end();)
-      it = it->second.first.expired() ? conversion_sources_.erase(it) : std::next(it);
-    prune_at_ = std::max<std::size_t>(4096, 2 * live_.size());
-  }
-
-  Value& newValue(const at::Tensor& t) {
-    values_.emplace_back();
-    Value& v = values_.back();
-    v.rec.id = static_cast<std::int64_t>(values_.size() - 1);
-    v.rec.layout = prof::layoutOf(t);
-    v.rec.contiguous = t.is_contiguous();
-    v.rec.bytes = t.numel() * static_cast<std::int64_t>(t.element_size());
-    v.rec.storage_id = storageOf(t);
-    v.rec.storage_bytes =
-        t.has_storage() ? static_cast<std::int64_t>(t.storage().nbytes()) : v.rec.bytes;
-    return v;
-  }
-
-  void remember(const at::Tensor& t, std::int64_t value) {
-    prune();
-    auto [it, fresh] =
-        live_.try_emplace(t.unsafeGetTensorImpl(), Live{TensorWeak(t.getIntrusivePtr()), value});
-    if (!fresh && it->second.value == value && !it->second.weak.expired())
-      return;
-    it->second = Live{TensorWeak(t.getIntrusivePtr()), value};
-    by_storage_[storageOf(t)].emplace_back(TensorWeak(t.getIntrusivePtr()), value);
-  }
-
-  // The value a tensor argument is: one an op produced (while it lives), else a value of its
-  // own for this site and argument (a parameter, or a tensor made where we do not look).
-  std::int64_t valueOf(const at::Tensor& t, const Site& site, std::int64_t arg) {
-    auto it = live_.find(t.unsafeGetTensorImpl());
-    if (it != live_.end() && !it->second.weak.expired())
-      return it->second.value;
-    const std::string key = std::to_string(site.id) + ":" + std::to_string(arg);
-    auto ext = external_.find(key);
-    std::int64_t id;
-    if (ext != external_.end()) {
-      id = ext->second;
-    } else {
-      Value& v = newValue(t);
-      v.rec.origin = t.requires_grad() && t.is_leaf() ? "attribute" : "input";
-      v.rec.name = v.rec.origin == "attribute" ? "param" : "input";
-      v.rec.first_use = site.id;
-      v.rec.last_use = site.id;
-      id = v.rec.id;
-      external_.emplace(key, id);
-    }
-    remember(t, id);
-    return id;
-  }
-
-  std::int64_t produce(const at::Tensor& t, const Site& site, std::int64_t index) {
-    const std::string key = std::to_string(site.id) + "#" + std::to_string(index);
-    auto it = produced_.find(key);
-    std::int64_t id;
-    if (it != produced_.end()) {
-      id = it->second;
-    } else {
-      Value& v = newValue(t);
-      v.rec.producer_op = site.id;
-      v.rec.output_index = index;
-      v.rec.origin = "op";
-      v.rec.name = "v" + std::to_string(v.rec.id);
-      v.rec.first_use = site.id;
-      v.rec.last_use = site.id;
-      id = v.rec.id;
-      produced_.emplace(key, id);
-    }
-    remember(t, id);
-    return id;
-  }
-
-  // A write to a storage while values over it are alive: converting one of them earlier would
-  // snapshot data the write then changes, so none of them may be converted or left unconverted
-  // by an edit. Views made after the write are not affected.
-  void markWritten(const at::Tensor& t) {
-    auto it = by_storage_.find(storageOf(t));
-    if (it == by_storage_.end())
-      return;
-    for (const auto& [weak, value] : it->second)
-      if (!weak.expired())
-        values_[static_cast<std::size_t>(value)].rec.has_writers = true;
-  }
-
   const int cap_, warmup_, repeats_;
   const bool consumers_;
   const std::string out_;
@@ -511,14 +409,7 @@ private:
   std::unordered_map<std::uintptr_t, int> frame_index_;
   std::unordered_map<std::string, std::unique_ptr<Site>> sites_;
   std::vector<Site*> order_;
-  std::deque<Value> values_; // stable references
-  std::unordered_map<c10::TensorImpl*, Live> live_;
-  std::size_t prune_at_ = 4096;
-  std::unordered_map<c10::StorageImpl*, std::pair<StorageWeak, std::int64_t>> storages_;
-  std::int64_t next_storage_ = 0;
-  std::unordered_map<c10::TensorImpl*, std::pair<TensorWeak, at::Tensor>> conversion_sources_;
-  std::map<std::string, std::int64_t> external_, produced_;
-  std::unordered_map<std::int64_t, std::vector<std::pair<TensorWeak, std::int64_t>>> by_storage_;
+  ValueTable values_;
   std::set<std::string> converted_keys_;
   std::vector<fmt::ConversionCost> conversions_;
   std::int64_t total_calls_ = 0;

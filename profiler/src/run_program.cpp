@@ -345,11 +345,15 @@ formats::Profile profileProgram(const RunOptions& o) {
   const std::int64_t threads = p.device.threads;
   p.device = describeCpu();
   p.device.threads = threads;
+  // Idle windows are moments of one call of each site: a site's duration is all its calls.
   std::vector<OpTiming> timeline;
-  for (const auto& op : p.ops)
+  std::vector<formats::Op> per_call = p.ops;
+  for (auto& op : per_call) {
+    op.duration_ms /= static_cast<double>(std::max<std::int64_t>(1, op.runs));
     timeline.push_back({op.start_ms, op.duration_ms});
+  }
   p.gpu_idle_events =
-      findCpuIdleWindows(timeline, p.ops, static_cast<int>(p.device.cores), o.min_window_ms);
+      findCpuIdleWindows(timeline, per_call, static_cast<int>(p.device.cores), o.min_window_ms);
   return p;
 }
 

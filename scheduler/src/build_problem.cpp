@@ -71,8 +71,10 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
       const std::int64_t c1 = *std::min_element(d.consumers.begin(), d.consumers.end());
       for (std::size_t w = 0; w < b.window_ids.size(); ++w) {
         const auto& ev = *findWindow(p, b.window_ids[w]);
+        // Windows are moments of one call: each of a program site's calls converts in its own.
+        const double per_conversion = c.cost / std::max(1.0, c.conversions);
         if (ev.after_op_id < d.producer || ev.before_op_id > c1 ||
-            c.cost > b.problem.window_capacity[w])
+            per_conversion > b.problem.window_capacity[w])
           continue;
         Decision as = d;
         as.action = Action::Async;
@@ -80,8 +82,8 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
         auto iv = copyInterval(p, as);
         Option opt{static_cast<int>(Action::Async),
                    static_cast<int>(w),
-                   c.saving - o.async_overhead_ms,
-                   c.cost,
+                   c.saving - o.async_overhead_ms * std::max(1.0, c.conversions),
+                   per_conversion,
                    {}};
         if (iv)
           opt.memory.push_back({iv->first, iv->last, iv->bytes});

@@ -15,6 +15,9 @@ namespace xalloc::scheduler {
 struct Candidate {
   formats::Decision decision;
   double saving = 0, cost = 0, margin = 0;
+  /// How many conversions `cost` adds up (the producer's runs): an async one fits a window per
+  /// conversion, and each pays the hand-off.
+  double conversions = 1;
   bool can_async = false; // the saving beats the noise margin once the cost is hidden
   /// The edit is ruled out whatever it gains: it would change results or what runs after, or it
   /// cannot be judged. Otherwise a `none` only says the gain is too small to be sure of.

@@ -182,6 +182,27 @@ private:
     return runs * *r.runs_by_bytes / producer_runs;
   }
 
+  // Times consumer `c` read `r` in one run: a program's profile counts its reads (a weight
+  // transposed once and read in a loop), a model's consumer reads it each time it runs.
+  double readsOf(const Record& r, const formats::ConsumerTiming& c, std::int64_t producer) const {
+    return c.reads ? static_cast<double>(*c.reads) : weightedRuns(r, c.op_id, producer);
+  }
+
+  // A program's site: how often its value is made and read in the program's run, when not once.
+  static std::string madeAndRead(double made, double read) {
+    if (made == 1 && read == 1)
+      return "";
+    auto times = [](double n) {
+      return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmtCount(n) + " times";
+    };
+    return " (made " + times(made) + " and read " + times(read) + " in the program's run)";
+  }
+  static std::string fmtCount(double n) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+    return buf;
+  }
+
   // "" for a site that runs once per run of the model, else how often it runs.
   // `weighted`: what its trips add up to in units of the trip measured (weightedRuns).
   static std::string perRun(double runs, double weighted) {
@@ -225,7 +246,7 @@ private:
       return d;
     }
     const bool program = p_.model.format == "libtorch-program";
-    double saving = 0, served_ms = 0;
+    double saving = 0, served_ms = 0, reads = 0;
     double var = 0;
     std::size_t unmeasured = 0, differing = 0, converted = 0, relayouting = 0, neutral = 0;
     std::vector<std::int64_t> candidates; // measured consumers with bit-identical outputs
@@ -259,8 +280,9 @@ private:
       const double gain = -delta;
       if (gain <= 0 && !program)
         continue;
-      const double k = weightedRuns(r, c.op_id, producer.id);
+      const double k = readsOf(r, c, producer.id);
       saving += gain * k;
+      reads += k;
       var += delta_var * k * k;
       served_ms += c.time_as_is_ms * k;
       d.consumers.push_back(c.op_id);
@@ -303,6 +325,7 @@ private:
                                      "; conversion costs must be non-negative");
     facts->saving = saving;
     facts->cost = cost->ms;
+    facts->conversions = runs;
     facts->margin = margin;
     // A program's edit converts the expression's value for every use of it, not only for the
     // consumers that gain: each one must be known to give the same bits and layout.
@@ -319,8 +342,8 @@ private:
     }
     // Hidden in an idle window, the conversion costs the critical path only the hand-off.
     // Idle windows are moments of one run; a value made in a loop is made at many.
-    facts->can_async =
-        !constant && !r.in_loop && !d.consumers.empty() && saving - o_.async_overhead_ms > margin;
+    facts->can_async = !constant && !r.in_loop && !d.consumers.empty() &&
+                       saving - o_.async_overhead_ms * runs > margin;
     if (d.consumers.empty() || saving - cost->ms <= margin) {
       const bool reshape_copies = copyingReshape(d.consumers);
       // Record the consumers a conversion would serve, so the decision can be reviewed.
@@ -360,7 +383,7 @@ private:
                            "model, and costs nothing per run"
                          : " for a " + cost->model + " cost of " + fmtMs(cost->ms) +
                                withAllocation(allocation)) +
-               perRun(runsOf(producer.id), runs);
+               (program ? madeAndRead(runs, reads) : perRun(runsOf(producer.id), runs));
     return d;
   }
 
@@ -436,7 +459,7 @@ private:
       }
       const auto [delta, delta_var] =
           layoutChange(c, *c.time_noncontiguous_ms, c.time_noncontiguous_spread_ms);
-      const double k = weightedRuns(r, c.op_id, conv.id);
+      const double k = readsOf(r, c, conv.id);
       extra += delta * k;
       var += delta_var * k * k;
       served_ms += c.time_as_is_ms * k;

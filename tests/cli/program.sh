@@ -29,7 +29,7 @@ perm = [o for o in p["ops"] if o["kind"] == "aten::permute"]
 assert len(perm) == 1, [o["kind"] for o in p["ops"]]
 a = perm[0]["anchor"]
 assert a["file"] == "tests/programs/mixer.cpp" and a["function"].endswith("mix"), a
-assert a["expr"] == "x.permute({2,0,1})" and a["ordinal"] == 0 and a["line"] == 15, a
+assert a["expr"] == "x.permute({2,0,1})" and a["ordinal"] == 0 and a["line"] == 17, a
 assert perm[0]["source"]["text"].startswith("auto channels = x.permute"), perm[0]["source"]
 rec = [r for r in p["records"] if r.get("producer_op") == perm[0]["id"]][0]
 assert not rec["contiguous"] and rec["sizes"] == [128, 16, 256], rec
@@ -39,6 +39,15 @@ assert all(c["measured"] and c["identical_output"] for c in rec["consumers"]), r
 # Ops libtorch runs inside another op, and the program's main, are not call sites of their own.
 assert not any(o["kind"] == "aten::copy_" for o in p["ops"]), "nested op recorded"
 assert any(t["source"] == "model" for t in p["conversion_cost_table"])
+# The program's run is one run: a site in mix runs once per step, its time is all its calls; the
+# weight transposed before the loop is made once and read at each of the 3 steps.
+assert perm[0]["runs"] == 3, perm[0]
+assert all(c["reads"] == 3 for c in rec["consumers"]), rec["consumers"]
+ut = [o for o in p["ops"] if o["kind"] == "aten::t" and o["anchor"].get("expr") == "u.t()"]
+assert len(ut) == 1 and ut[0]["runs"] == 1, [(o["kind"], o["anchor"], o["runs"]) for o in p["ops"]]
+ut_rec = [r for r in p["records"] if r.get("producer_op") == ut[0]["id"]][0]
+assert [(ops[c["op_id"]]["kind"], c["reads"]) for c in ut_rec["consumers"]] == [("aten::mm", 3)], ut_rec
+assert ops[ut_rec["consumers"][0]["op_id"]]["runs"] == 3
 PY
 xcost mixer.json -o cost.json
 # The saving is 5-15x the cost, but with other tests sharing the two cores the default margins
@@ -69,7 +78,7 @@ git -C repo checkout -q -- . 2>/dev/null || cp "$XALLOC_SOURCE/tests/programs/mi
 cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" repo/tests/programs/mixer.cpp
 sed -i '1i // A comment added above everything.\n#include <vector>\n' repo/tests/programs/mixer.cpp
 (cd repo && xrewrite -s ../schedule.json --cpp tests/programs/mixer.cpp --in-place -q -- "${TORCH_FLAGS[@]}")
-grep -n 'auto channels = x.permute({2, 0, 1}).contiguous();' repo/tests/programs/mixer.cpp | grep -q '^18:' ||
+grep -n 'auto channels = x.permute({2, 0, 1}).contiguous();' repo/tests/programs/mixer.cpp | grep -q '^20:' ||
   fail "the moved site was not found: $(grep -n permute repo/tests/programs/mixer.cpp)"
 
 # --- MinimalGPT: trains to the same loss after the rewrite ---------------------------------------

@@ -1,6 +1,7 @@
 // A libtorch program the tests profile with `xprof run` and patch with `xrewrite`: a token mixer
 // whose permuted activations feed four consumers that each copy them again, so converting the
-// permuted view once is clearly worth it; plus a conversion in front of a matrix product.
+// permuted view once is clearly worth it; plus a conversion in front of a matrix product, and a
+// transposed weight made once, before the loop, and read at every step.
 // Prints a checksum of every step's result, exact to the last bit, for comparing builds.
 #include <cstdint>
 #include <cstdio>
@@ -11,7 +12,8 @@
 
 namespace {
 
-torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& v) {
+torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& v,
+                  const torch::Tensor& ut) {
   auto channels = x.permute({2, 0, 1});
   auto probs = channels.softmax(-1);
   auto logp = channels.log_softmax(-1);
@@ -19,7 +21,8 @@ torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& w, const torch::T
   auto gated = torch::matmul(channels, v.narrow(1, 0, 256));
   auto vc = v.t().contiguous();
   auto proj = torch::mm(vc, w);
-  return probs.sum() + logp.sum() + mixed.sum() + gated.sum() + proj.sum();
+  auto head = torch::mm(w, ut);
+  return probs.sum() + logp.sum() + mixed.sum() + gated.sum() + proj.sum() + head.sum();
 }
 
 } // namespace
@@ -40,9 +43,11 @@ int main(int argc, char** argv) {
   auto x = torch::randn({16, 256, 128});
   auto w = torch::randn({256, 256});
   auto v = torch::randn({256, 512});
+  auto u = torch::randn({64, 256});
+  auto ut = u.t();
   double checksum = 0;
   for (int i = 0; i < steps; ++i)
-    checksum += mix(x + i, w, v).item<double>();
+    checksum += mix(x + i, w, v, ut).item<double>();
   std::uint64_t bits = 0;
   std::memcpy(&bits, &checksum, sizeof bits);
   std::printf("checksum %.17g (0x%016llx)\n", checksum, static_cast<unsigned long long>(bits));

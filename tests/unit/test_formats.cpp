@@ -104,6 +104,12 @@ TEST(Formats, ProfileRoundTripIsExact) {
   j = toJson(p);
   EXPECT_EQ(profileFromJson(j, "p.json").records.at(0).runs_by_bytes, 1.328125);
   EXPECT_EQ(toJson(profileFromJson(j, "p.json")), j);
+  // A program's consumer says how often it read the value; a model's does not.
+  EXPECT_FALSE(j["records"][0]["consumers"][0].contains("reads"));
+  p.records[0].consumers[0].reads = 12;
+  j = toJson(p);
+  EXPECT_EQ(profileFromJson(j, "p.json").records.at(0).consumers.at(0).reads, 12);
+  EXPECT_EQ(toJson(profileFromJson(j, "p.json")), j);
   EXPECT_EQ(q.settings.inputs.at(0).high, 256.0);
   EXPECT_EQ(j["schema"], "xalloc.profile");
   EXPECT_EQ(j["schema_version"], 1);

@@ -69,6 +69,46 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
   EXPECT_EQ(f.decisionFor(makeSchedule(f.p, f.cost, slow_handoff), 10).action, Action::Sync);
 }
 
+// A C++ program's run is one run: a site's cost and savings add up over its calls. A weight
+// transposed once before a loop and read at each of its 4 steps by both consumers saves at
+// every read; made at 3 calls, it costs 3 conversions.
+TEST(Scheduler, AProgramsValueSavesAtEveryReadAndCostsAtEveryCall) {
+  Fixture f;
+  f.p.model.format = "libtorch-program";
+  for (auto& c : f.v().consumers)
+    c.reads = 4;
+  Schedule s = makeSchedule(f.p, f.cost);
+  const Decision& once = f.decisionFor(s, 10);
+  ASSERT_EQ(once.action, Action::Sync) << once.reason;
+  EXPECT_NEAR(once.predicted_saving_ms, 2 * 4 * 0.3, 1e-9);
+  EXPECT_NEAR(once.predicted_cost_ms, 0.1, 1e-9);
+  EXPECT_NE(once.reason.find("(made once and read 8 times in the program's run)"),
+            std::string::npos)
+      << once.reason;
+  f.p.ops[0].runs = 3;
+  s = makeSchedule(f.p, f.cost);
+  EXPECT_NEAR(f.decisionFor(s, 10).predicted_cost_ms, 0.3, 1e-9);
+  EXPECT_NE(f.decisionFor(s, 10).reason.find("(made 3 times and read 8 times"), std::string::npos);
+
+  // Idle windows are moments of one call: each of the 3 conversions (0.1 ms) fits a 0.2 ms
+  // window on its own, though the 3 together would not; each pays the hand-off.
+  IdleEvent w;
+  w.id = 7;
+  w.after_op_id = 0;
+  w.before_op_id = 1;
+  w.duration_ms = 0.2;
+  w.spare_cores = 1;
+  w.kind = "host-gap";
+  f.p.gpu_idle_events.push_back(w);
+  SchedOptions fast;
+  fast.form = "fast";
+  s = makeSchedule(f.p, f.cost, fast);
+  ASSERT_EQ(f.decisionFor(s, 10).action, Action::Async) << f.decisionFor(s, 10).reason;
+  const Schedule sync_plan = makeSchedule(f.p, f.cost);
+  EXPECT_NEAR(sync_plan.summary.predicted_time_after_ms - s.summary.predicted_time_after_ms,
+              3 * (0.1 - fast.async_overhead_ms), 1e-9);
+}
+
 // aten::contiguous writes a fresh output: above glibc's mmap threshold every call maps and
 // faults in new pages (a 37 MiB conversion paid 3.4x its copy). A portable plan counts that;
 // the fast form's runtime reuses outputs of 4 MiB and more, so its plan counts it only below.

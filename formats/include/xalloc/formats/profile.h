@@ -34,6 +34,10 @@ struct ConsumerTiming {
   bool same_output_layout = true;
   /// False when the op refuses the non-contiguous layout (e.g. aten::view raises).
   bool accepts_noncontiguous = true;
+  /// Times the consumer read this value in one run: in a program's profile, its calls that took
+  /// a tensor this value's producer made (a weight transposed once and read in a loop is read
+  /// more often than it is made). Absent: the consumer op's `runs` (TorchScript).
+  std::optional<std::int64_t> reads;
   bool noisy = false; // a spread above a quarter of its median
   std::string note;   // why it was not measured, when it was not
 };
