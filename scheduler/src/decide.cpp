@@ -193,14 +193,11 @@ private:
     if (made == 1 && read == 1)
       return "";
     auto times = [](double n) {
-      return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmtCount(n) + " times";
+      return n == 1   ? std::string("once")
+             : n == 2 ? std::string("twice")
+                      : std::to_string(std::llround(n)) + " times";
     };
     return " (made " + times(made) + " and read " + times(read) + " in the program's run)";
-  }
-  static std::string fmtCount(double n) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.0f", n);
-    return buf;
   }
 
   // "" for a site that runs once per run of the model, else how often it runs.
