@@ -86,6 +86,18 @@ struct Fixture {
     return c;
   }
 
+  // An idle window (id 7) between two ops, with one spare core.
+  static IdleEvent window(std::int64_t after, std::int64_t before, double ms) {
+    IdleEvent w;
+    w.id = 7;
+    w.after_op_id = after;
+    w.before_op_id = before;
+    w.duration_ms = ms;
+    w.spare_cores = 1;
+    w.kind = "host-gap";
+    return w;
+  }
+
   Record& v() { return p.records[1]; }
   const Decision& decisionFor(const Schedule& s, std::int64_t value) {
     for (const auto& d : s.decisions)

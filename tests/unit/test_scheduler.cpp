@@ -100,14 +100,7 @@ TEST(Scheduler, ALoopSiteAddsUpOverItsTripsAndNeverGoesAsync) {
   for (int id : {0, 1, 2})
     f.p.ops[static_cast<std::size_t>(id)].runs = 3;
   f.v().in_loop = true;
-  IdleEvent w; // a window that would hide one conversion of one trip
-  w.id = 7;
-  w.after_op_id = 0;
-  w.before_op_id = 1;
-  w.duration_ms = 5;
-  w.spare_cores = 1;
-  w.kind = "host-gap";
-  f.p.gpu_idle_events.push_back(w);
+  f.p.gpu_idle_events.push_back(Fixture::window(0, 1, 5)); // hides one conversion of one trip
   const Schedule s = makeSchedule(f.p, f.cost);
   const auto& d = f.decisionFor(s, 10);
   EXPECT_EQ(d.action, Action::Sync) << d.reason;

@@ -13,14 +13,7 @@ using xalloc::testing::Fixture;
 TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
   auto withWindow = [](std::int64_t after, std::int64_t before, double ms) {
     Fixture f;
-    IdleEvent w;
-    w.id = 7;
-    w.after_op_id = after;
-    w.before_op_id = before;
-    w.duration_ms = ms;
-    w.spare_cores = 1;
-    w.kind = "host-gap";
-    f.p.gpu_idle_events.push_back(w);
+    f.p.gpu_idle_events.push_back(Fixture::window(after, before, ms));
     return f;
   };
   SchedOptions fast; // only the runtime (xrewrite --form fast) converts on a side worker
@@ -92,14 +85,7 @@ TEST(Scheduler, AProgramsValueSavesAtEveryReadAndCostsAtEveryCall) {
 
   // Idle windows are moments of one call: each of the 3 conversions (0.1 ms) fits a 0.2 ms
   // window on its own, though the 3 together would not; each pays the hand-off.
-  IdleEvent w;
-  w.id = 7;
-  w.after_op_id = 0;
-  w.before_op_id = 1;
-  w.duration_ms = 0.2;
-  w.spare_cores = 1;
-  w.kind = "host-gap";
-  f.p.gpu_idle_events.push_back(w);
+  f.p.gpu_idle_events.push_back(Fixture::window(0, 1, 0.2));
   SchedOptions fast;
   fast.form = "fast";
   s = makeSchedule(f.p, f.cost, fast);
