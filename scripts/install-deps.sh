@@ -2,7 +2,8 @@
 # Installs the Debian packages x-allocator needs. Idempotent and quiet when everything is present.
 # Used by `make deps` (and so by every build) and by .ci/run. glpk-utils and coinor-cbc are
 # only used by the tests, to check the scheduler's exact solver against an ILP solver;
-# clang-tidy-14 only by `make bench` (xrewrite's speed is compared with it).
+# clang-tidy-14 only by `make bench` (xrewrite's speed is compared with it); libvalijson-dev and
+# python3-yaml only by the tests (the schemas through valijson; --export-fixes read by PyYAML).
 set -euo pipefail
 
 PACKAGES=(
@@ -12,7 +13,7 @@ PACKAGES=(
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
   pybind11-dev python3-dev
-  python3-jsonschema
+  python3-jsonschema python3-yaml libvalijson-dev
   glpk-utils coinor-cbc
 )
 

@@ -170,14 +170,16 @@ Anchor readAnchor(const JsonReader& r) {
 }
 
 json toJson(const ModelInfo& v) {
-  return json{{"path", v.path}, {"sha256", v.sha256}, {"format", v.format}, {"method", v.method}};
+  return json{
+      {"path", v.path}, {"sha256", v.sha256}, {"format", toString(v.format)}, {"method", v.method}};
 }
 
 ModelInfo readModelInfo(const JsonReader& r) {
   ModelInfo m;
   m.path = r.getString("path");
   m.sha256 = r.getString("sha256", "");
-  m.format = r.getString("format", "torchscript");
+  if (auto f = r.find("format"))
+    m.format = f->toEnum<ModelFormat>();
   m.method = r.getString("method", "forward");
   return m;
 }

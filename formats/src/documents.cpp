@@ -224,4 +224,17 @@ Schedule loadSchedule(const std::string& path) {
   return scheduleFromJson(set.require(DocKind::Schedule), set.name());
 }
 
+void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
+                  const nlohmann::json& doc) {
+  if (!output.empty()) {
+    writeFileAtomic(output, dumpDocument(doc, /*compact=*/output == "-"));
+    return;
+  }
+  std::string text;
+  for (const auto& d : passthrough)
+    text += dumpDocument(d, true);
+  text += dumpDocument(doc, true);
+  writeFileAtomic("-", text);
+}
+
 } // namespace xalloc::formats

@@ -31,10 +31,6 @@ const char* typeName(const nlohmann::json& j) {
 }
 } // namespace
 
-InputError inputErrorAt(const FormatError& e, const std::string& name) {
-  return InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
-}
-
 std::string escapePointerToken(std::string_view token) {
   std::string out;
   out.reserve(token.size());

@@ -95,7 +95,7 @@ json toJson(const Record& rec) {
   j["name"] = rec.name;
   j["producer_op"] = rec.producer_op ? json(*rec.producer_op) : json(nullptr);
   j["output_index"] = rec.output_index;
-  j["origin"] = rec.origin;
+  j["origin"] = toString(rec.origin);
   j["contiguous"] = rec.contiguous;
   j["bytes"] = rec.bytes;
   j["storage_id"] = rec.storage_id;
@@ -121,8 +121,10 @@ Record readRecord(const JsonReader& r) {
   rec.id = r.at("id").toCount();
   rec.name = r.getString("name", "");
   rec.producer_op = r.getOptionalInt("producer_op");
-  rec.output_index = r.getInt("output_index", 0);
-  rec.origin = r.getString("origin", "op");
+  if (auto i = r.find("output_index"))
+    rec.output_index = i->toCount();
+  if (auto o = r.find("origin"))
+    rec.origin = o->toEnum<Origin>();
   rec.layout = readLayout(r);
   rec.contiguous = r.getBool("contiguous");
   rec.bytes = r.at("bytes").toCount();

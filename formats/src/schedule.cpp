@@ -67,7 +67,8 @@ Decision readDecision(const JsonReader& r) {
   d.value_id = r.at("value_id").toCount();
   d.value_name = r.getString("value_name", "");
   d.producer = r.at("producer").toCount();
-  d.output_index = r.getInt("output_index", 0);
+  if (auto i = r.find("output_index"))
+    d.output_index = i->toCount();
   d.consumers = r.at("consumers").toIntVector();
   std::string action = r.getString("action");
   auto parsed = parseAction(action);
@@ -127,17 +128,13 @@ json toJson(const Schedule& s) {
       {"predicted_time_bound_ms", roundMs(m.predicted_time_bound_ms)},
       {"nodes", m.nodes},
       {"window_safety", m.window_safety},
-      {"form", m.form.empty() ? json(nullptr) : json(m.form)},
+      {"form", m.form ? json(toString(*m.form)) : json(nullptr)},
       {"counts",
        {{"sync", s.count(Action::Sync)},
         {"async", s.count(Action::Async)},
         {"remove", s.count(Action::Remove)},
         {"none", s.count(Action::None)}}}};
   return j;
-}
-
-bool isRewriteForm(const std::string& form) {
-  return form == "portable" || form == "fast";
 }
 
 Schedule readSchedule(const JsonReader& r) {
@@ -178,11 +175,8 @@ Schedule readSchedule(const JsonReader& r) {
       m.getNumber("predicted_time_bound_ms", s.summary.predicted_time_after_ms);
   s.summary.nodes = static_cast<std::int64_t>(m.getNonNegative("nodes", 0));
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
-  if (auto f = m.find("form"); f && !f->isNull()) {
-    s.summary.form = f->toString();
-    if (!isRewriteForm(s.summary.form))
-      f->fail("expected \"portable\" or \"fast\"");
-  }
+  if (auto f = m.find("form"); f && !f->isNull())
+    s.summary.form = f->toEnum<RewriteForm>();
   return s;
 }
 

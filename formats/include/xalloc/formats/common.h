@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "xalloc/formats/enums.h"
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -77,7 +79,7 @@ struct InputSpec {
 struct ModelInfo {
   std::string path;
   std::string sha256;
-  std::string format = "torchscript"; // "torchscript" | "libtorch-program"
+  ModelFormat format = ModelFormat::TorchScript;
   std::string method = "forward";
 };
 

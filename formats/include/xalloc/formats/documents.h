@@ -59,6 +59,13 @@ private:
   std::vector<nlohmann::json> docs_;
 };
 
+/// Writes a tool's own document (DESIGN.md, "Pipes"):
+///  - output is a path: the document alone, indented, written atomically;
+///  - output is "-": the document alone on stdout, one line;
+///  - output is "": stream mode: `passthrough` documents, then the document, one per line.
+void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
+                  const nlohmann::json& doc);
+
 Profile loadProfile(const std::string& path);
 Cost loadCost(const std::string& path);
 Schedule loadSchedule(const std::string& path);

@@ -12,24 +12,14 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "xalloc/error.h"
+#include "xalloc/formats/enums.h"
 
 namespace xalloc::formats {
 
-/// A schema violation at a JSON Pointer inside a document. Readers of files add the path.
-class FormatError : public std::runtime_error {
-public:
-  FormatError(std::string pointer, const std::string& message)
-      : std::runtime_error(message), pointer_(std::move(pointer)) {}
-  /// RFC 6901 pointer of the offending value; "" is the whole document.
-  const std::string& pointer() const noexcept { return pointer_; }
-
-private:
-  std::string pointer_;
-};
-
-/// The user-facing form of a FormatError found in the document called `name`:
-/// InputError("name: /json/pointer", message).
-InputError inputErrorAt(const FormatError& e, const std::string& name);
+/// A schema violation at a JSON Pointer (xalloc/error.h, so that every tool's error handling
+/// knows it without knowing the documents).
+using xalloc::FormatError;
+using xalloc::inputErrorAt;
 
 /// Escapes one reference token for a JSON Pointer (RFC 6901: '~' -> "~0", '/' -> "~1").
 std::string escapePointerToken(std::string_view token);
@@ -62,6 +52,13 @@ public:
   /// Finite number >= 0.
   double toNonNegative() const;
   std::string toString() const;
+  /// One of an enum's names (enums.h); fails naming them all otherwise.
+  template <class E> E toEnum() const {
+    const std::string text = toString();
+    if (auto e = fromString<E>(text))
+      return *e;
+    fail("expected " + namesOf<E>() + ", got '" + text + "'");
+  }
   std::vector<std::int64_t> toIntVector() const;
   std::vector<double> toNumberVector() const;
   std::vector<std::string> toStringVector() const;

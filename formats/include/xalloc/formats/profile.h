@@ -48,10 +48,7 @@ struct Record {
   std::string name;
   std::optional<std::int64_t> producer_op; // absent for graph inputs
   std::int64_t output_index = 0;
-  // "op" | "input" | "attribute" | "constant" (computed from constants alone, such as a frozen
-  // weight's transpose: xrewrite converts it once, so converting it costs nothing at run time)
-  // | "loop-carried"
-  std::string origin = "op";
+  Origin origin = Origin::Op;
   Layout layout;
   bool contiguous = true;
   std::int64_t bytes = 0;         // numel * element size

@@ -36,9 +36,6 @@ struct Decision {
 /// expression reached from several call stacks, which one source edit changes together.
 bool sameExpression(const Decision& a, const Decision& b);
 
-/// "portable" or "fast": the forms of rewrite a plan can be for (ScheduleSummary::form).
-bool isRewriteForm(const std::string& form);
-
 struct ScheduleSummary {
   double predicted_time_before_ms = 0;
   double predicted_time_after_ms = 0;
@@ -53,10 +50,9 @@ struct ScheduleSummary {
   double predicted_time_bound_ms = 0;
   std::int64_t nodes = 0;     // branch-and-bound nodes the solver visited
   double window_safety = 0.9; // fraction of each idle window's capacity the plan may fill
-  /// The form of rewrite the plan's costs are for (`xsched --form`): "portable" (every conversion
-  /// an aten::contiguous with a fresh output; no async), "fast" (the runtime's conversions, async
-  /// in idle windows), or empty in schedules from before it was recorded.
-  std::string form;
+  /// The form of rewrite the plan's costs are for (`xsched --form`; enums.h); none in schedules
+  /// from before it was recorded.
+  std::optional<RewriteForm> form;
 };
 
 struct Schedule {

@@ -13,7 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,22 +44,6 @@ std::string readFile(const std::string& path) {
 bool isRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-void loadOpLibrary(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw InputError(path, "cannot load op library: no such file");
-  if (!S_ISREG(st.st_mode))
-    throw InputError(path, "cannot load op library: not a regular file");
-  // By its full path: a name without a slash would be looked up on the loader's search path.
-  char* full = ::realpath(path.c_str(), nullptr);
-  const std::string resolved = full ? full : path;
-  std::free(full);
-  if (!::dlopen(resolved.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    const char* why = ::dlerror();
-    throw InputError(path, std::string("cannot load op library: ") + (why ? why : "dlopen failed"));
-  }
 }
 
 std::string selfExePath() {

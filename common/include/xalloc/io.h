@@ -23,12 +23,6 @@ std::string sha256File(const std::string& path);
 /// True if the file exists and is a regular file.
 bool isRegularFile(const std::string& path);
 
-/// Loads a shared library of custom ops (`TORCH_LIBRARY` registrations: torchvision's `_C` module,
-/// a project's own ops) into the process with its symbols global, as `torch.ops.load_library`
-/// does, so TorchScript models that call them load and run. Throws InputError("path", reason)
-/// when the file is missing or the loader refuses it.
-void loadOpLibrary(const std::string& path);
-
 /// The running program's file (/proc/self/exe), "" when unknown; and its folder ("." then).
 std::string selfExePath();
 std::string selfDir();

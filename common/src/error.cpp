@@ -3,6 +3,10 @@
 
 namespace xalloc {
 
+InputError inputErrorAt(const FormatError& e, const std::string& name) {
+  return InputError(name + ": " + (e.pointer().empty() ? "/" : e.pointer()), e.what());
+}
+
 std::string firstLine(const std::string& message) {
   // The first line with text: some libtorch messages start with a newline.
   const std::size_t start = message.find_first_not_of(" \t\r\n");

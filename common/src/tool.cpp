@@ -1,16 +1,12 @@
-// Shared behaviour of the x-allocator command-line tools.
+// Shared behaviour of the x-allocator command-line tools: diagnostics, exit codes, CLI11 parsing.
 #include "xalloc/tool.h"
 
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "xalloc/error.h"
-#include "xalloc/formats/documents.h"
-#include "xalloc/formats/json_reader.h"
-#include "xalloc/io.h"
 #include "xalloc/version.h"
 
 namespace xalloc {
@@ -36,8 +32,8 @@ int runGuarded(const std::string& tool, const std::function<int()>& body) {
     return body();
   } catch (const InputError& e) {
     printError(e.where().empty() ? tool : e.where(), e.message());
-  } catch (const formats::FormatError& e) {
-    const InputError located = formats::inputErrorAt(e, tool);
+  } catch (const FormatError& e) {
+    const InputError located = inputErrorAt(e, tool);
     printError(located.where(), located.message());
   } catch (const std::exception& e) {
     printError(tool, "internal error: " + firstLine(e.what()));
@@ -70,19 +66,6 @@ bool inputIsStdin(const std::string& tool, const std::string& input, const char*
     throw InputError(tool, std::string("no input: give ") + what +
                                " as a file, or '-' to read documents from stdin");
   return true;
-}
-
-void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
-                  const nlohmann::json& doc) {
-  if (!output.empty()) {
-    writeFileAtomic(output, formats::dumpDocument(doc, /*compact=*/output == "-"));
-    return;
-  }
-  std::string text;
-  for (const auto& d : passthrough)
-    text += formats::dumpDocument(d, true);
-  text += formats::dumpDocument(doc, true);
-  writeFileAtomic("-", text);
 }
 
 } // namespace xalloc

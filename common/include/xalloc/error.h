@@ -31,6 +31,23 @@ private:
   std::string message_;
 };
 
+/// A problem at a JSON Pointer inside a document (a schema violation found by a reader). Readers
+/// of files turn it into an InputError that names the file too (inputErrorAt).
+class FormatError : public Error {
+public:
+  FormatError(std::string pointer, const std::string& message)
+      : Error(message), pointer_(std::move(pointer)) {}
+  /// RFC 6901 pointer of the offending value; "" is the whole document.
+  const std::string& pointer() const noexcept { return pointer_; }
+
+private:
+  std::string pointer_;
+};
+
+/// The user-facing form of a FormatError found in the document called `name`:
+/// InputError("name: /json/pointer", message).
+InputError inputErrorAt(const FormatError& e, const std::string& name);
+
 /// A broken internal invariant: a bug in x-allocator, not in the input.
 class LogicError : public Error {
 public:

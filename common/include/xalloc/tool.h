@@ -1,13 +1,10 @@
 // What every command-line tool shares: compiler-style diagnostics, turning errors into exit
-// codes, CLI11 parsing with --version, and the output modes for documents (DESIGN.md, "Pipes").
+// codes, and CLI11 parsing with --version. (How a tool writes its document: formats/documents.h.)
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace CLI {
 class App;
@@ -31,12 +28,5 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv);
 /// True when the input should be read from stdin: "" or "-". When it is "" and stdin is a
 /// terminal, throws InputError: the user forgot the input.
 bool inputIsStdin(const std::string& tool, const std::string& input, const char* what);
-
-/// Writes a tool's own document.
-///  - output is a path: the document alone, indented, written atomically;
-///  - output is "-": the document alone on stdout, one line;
-///  - output is "": stream mode: `passthrough` documents, then the document, one per line.
-void emitDocument(const std::string& output, const std::vector<nlohmann::json>& passthrough,
-                  const nlohmann::json& doc);
 
 } // namespace xalloc
