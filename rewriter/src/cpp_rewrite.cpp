@@ -1,7 +1,7 @@
 // rewriteCpp: anchors -> Clang AST expressions -> text edits. Compiled without RTTI, like LLVM.
 #include "xalloc/rewriter/cpp_rewrite.h"
 
-#include "cpp_ast.h"
+#include "xalloc/cppsource/ast.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +18,11 @@
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Lex/Lexer.h>
 #include <clang/Tooling/CompilationDatabase.h>
+#include <clang/Tooling/Core/Replacement.h>
+#include <clang/Tooling/ReplacementsYaml.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/YAMLTraits.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
@@ -29,7 +34,28 @@ using namespace clang;
 
 namespace {
 
-using namespace ast;
+using namespace cppsource;
+
+// The edits as Clang's Replacements, one set per file, in which overlapping edits are an error.
+// Insertions at one offset are first joined into one, the later-made first: each is made where
+// the text it precedes starts, so it comes before what was inserted there earlier
+// (`(a + b).contiguous()` gets its "(" after an inner call's wrapper opened at the same place).
+llvm::Expected<std::map<std::string, tooling::Replacements>>
+toReplacements(const std::vector<CppEdit>& edits) {
+  std::map<std::pair<std::string, unsigned>, std::string> inserts;
+  for (const auto& e : edits)
+    if (e.length == 0)
+      inserts[{e.file, e.offset}].insert(0, e.text);
+  std::map<std::string, tooling::Replacements> out;
+  for (const auto& [at, text] : inserts)
+    if (auto err = out[at.first].add(tooling::Replacement(at.first, at.second, 0, text)))
+      return err;
+  for (const auto& e : edits)
+    if (e.length > 0)
+      if (auto err = out[e.file].add(tooling::Replacement(e.file, e.offset, e.length, e.text)))
+        return err;
+  return out;
+}
 
 // Every reference to `var` inside `body`.
 class UseCollector : public RecursiveASTVisitor<UseCollector> {
@@ -107,12 +133,23 @@ public:
         ++out_.skipped;
         continue;
       }
+      // A decision's edits are kept together or not at all: when they overlap an earlier
+      // decision's (Clang's Replacements refuse it), the decision is undone and reported.
+      const Snapshot before = snapshot();
       if (d.action == formats::Action::Remove)
         remove(ctx, *pick, d, file);
       else if (d.action == formats::Action::Async && async_calls_)
         convertAsync(ctx, *pick, d, file, content);
       else
         convert(ctx, *pick, d, file, content);
+      if (auto err = toReplacements(out_.edits).takeError()) {
+        const std::string why = llvm::toString(std::move(err));
+        restore(before);
+        note(d.anchor, file,
+             "skipped: the edit for `" + d.anchor.expr + "` overlaps an earlier one (" + why + ")",
+             true);
+        ++out_.skipped;
+      }
     }
   }
 
@@ -207,6 +244,20 @@ private:
 
   void edit(const std::string& file, unsigned offset, unsigned length, std::string text) {
     out_.edits.push_back({file, offset, length, std::move(text)});
+  }
+
+  struct Snapshot {
+    std::size_t edits, notes, applied, already, skipped;
+  };
+  Snapshot snapshot() const {
+    return {out_.edits.size(), out_.notes.size(), out_.applied, out_.already, out_.skipped};
+  }
+  void restore(const Snapshot& s) {
+    out_.edits.resize(s.edits);
+    out_.notes.resize(s.notes);
+    out_.applied = s.applied;
+    out_.already = s.already;
+    out_.skipped = s.skipped;
   }
 
   // Already converted by the runtime: the expression is the argument of contiguousFast(...) or
@@ -412,81 +463,36 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
                          true});
     ++out.skipped;
   }
-  // Apply the edits to each file's text, back to front.
-  std::map<std::string, std::vector<const CppEdit*>> by_file;
-  for (const auto& e : out.edits)
-    by_file[e.file].push_back(&e);
-  for (auto& [file, edits] : by_file) {
+  // Apply each file's Replacements to its text (every decision's were checked as it was made).
+  auto replacements = toReplacements(out.edits);
+  if (!replacements)
+    throw LogicError("overlapping C++ edits: " + llvm::toString(replacements.takeError()));
+  for (const auto& [file, reps] : *replacements) {
     std::string text = readFile(file);
     out.before[file] = text;
-    std::stable_sort(edits.begin(), edits.end(), [](const CppEdit* a, const CppEdit* b) {
-      return a->offset > b->offset || (a->offset == b->offset && a->length > b->length);
-    });
-    for (const CppEdit* e : edits)
-      text.replace(e->offset, e->length, e->text);
-    out.after[file] = text;
+    auto after = tooling::applyAllReplacements(text, reps);
+    if (!after)
+      throw LogicError(file + ": edits do not apply: " + llvm::toString(after.takeError()));
+    out.after[file] = std::move(*after);
   }
   return out;
 }
 
-std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
-                           const std::vector<std::string>& files, const std::string& build_dir,
-                           const std::vector<std::string>& fixed_args) {
-  auto db = compilationDatabase(build_dir, fixed_args);
-  std::vector<bool> done(anchors.size(), false);
-  std::size_t resolved = 0;
-  const OnParsed resolve = [&](ASTContext& ctx) {
-    auto wanted = [&](const std::string& path) {
-      for (std::size_t i = 0; i < anchors.size(); ++i)
-        if (!done[i] && sameFile(anchors[i]->file, path))
-          return true;
-      return false;
-    };
-    Collector c(ctx, wanted);
-    c.TraverseDecl(ctx.getTranslationUnitDecl());
-    for (std::size_t i = 0; i < anchors.size(); ++i) {
-      formats::Anchor& a = *anchors[i];
-      if (done[i])
-        continue;
-      for (const auto& [path, content] : c.contents_) {
-        if (!sameFile(a.file, path))
-          continue;
-        done[i] = true; // found in this file or not at all
-        const Found f = findByPosition(c, path, content, a);
-        if (!f.candidate)
-          break;
-        const auto& same = c.by_key_.at({path, *f.function, *f.text});
-        a.function = *f.function;
-        a.expr = *f.text;
-        a.ordinal = std::count_if(same.begin(), same.end(),
-                                  [&](const Candidate& o) { return o.begin < f.candidate->begin; });
-        ++resolved;
-        break;
-      }
-    }
-  };
-  for (const std::string& f : files)
-    parseFile(*db, f, resolve);
-  return resolved;
-}
-
 std::string exportFixesYaml(const CppRewrite& r) {
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s)
-      q += c == '\'' ? std::string("''") : std::string(1, c);
-    return q + "'";
-  };
-  std::string y =
-      "---\nMainSourceFile: " + quote(r.edits.empty() ? std::string() : r.edits.front().file) +
-      "\nReplacements:\n";
-  for (const auto& e : r.edits)
-    y += "  - FilePath: " + quote(e.file) + "\n    Offset: " + std::to_string(e.offset) +
-         "\n    Length: " + std::to_string(e.length) + "\n    ReplacementText: " + quote(e.text) +
-         "\n";
-  if (r.edits.empty())
-    y += "  []\n";
-  return y + "...\n";
+  // clang-apply-replacements' format, written by Clang's own YAML traits (ReplacementsYaml.h).
+  tooling::TranslationUnitReplacements doc;
+  doc.MainSourceFile = r.edits.empty() ? std::string() : r.edits.front().file;
+  auto replacements = toReplacements(r.edits);
+  if (!replacements)
+    throw LogicError("overlapping C++ edits: " + llvm::toString(replacements.takeError()));
+  for (const auto& [file, reps] : *replacements)
+    doc.Replacements.insert(doc.Replacements.end(), reps.begin(), reps.end());
+  std::string yaml;
+  llvm::raw_string_ostream os(yaml);
+  llvm::yaml::Output out(os);
+  out << doc;
+  os.flush();
+  return yaml;
 }
 
 } // namespace xalloc::rewriter

@@ -3,8 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "xalloc/io.h"
-#include "xalloc/profiler/model_warnings.h"
+#include "xalloc/error.h"
 #include "xalloc/rewriter/tool.h"
 #include "xalloc/tool.h"
 
@@ -29,8 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "write the rewritten model here");
   app.add_option("--method", o.method,
                  "method to rewrite (default: the one the schedule was made for)");
-  std::vector<std::string> op_libraries;
-  app.add_option("--load-library", op_libraries,
+  app.add_option("--load-library", o.op_libraries,
                  "a library of custom ops the model calls (torchvision's _C*.so, your own "
                  "TORCH_LIBRARY ops), loaded before the model; repeatable");
   app.add_flag("--diff", o.diff, "print the graph before/after as a unified diff");
@@ -46,7 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--input-file", o.input_file,
                  "verify on these inputs, saved with torch.save (a tensor, or a tuple or list of "
                  "values: tensors, ints, floats, bools), as xprof --input-file takes them");
-  app.add_option("--form", o.form,
+  std::string form;
+  app.add_option("--form", form,
                  "portable: only aten:: ops, async decisions run as sync; fast: async decisions "
                  "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "
                  "libxalloc_runtime.so to run the model); default: the form the schedule was "
@@ -65,10 +64,12 @@ int main(int argc, char** argv) {
   if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;
-  return xalloc::runGuarded("xrewrite", [&] {
-    xalloc::profiler::routeModelWarnings(); // verification runs the model through the JIT
-    for (const auto& lib : op_libraries)
-      xalloc::loadOpLibrary(lib);
-    return xalloc::rewriter::runXrewrite(o);
-  });
+  if (!form.empty()) {
+    o.form = xalloc::formats::fromString<xalloc::formats::RewriteForm>(form);
+    if (!o.form) {
+      xalloc::printError("xrewrite", "--form: '" + form + "' is neither 'portable' nor 'fast'");
+      return xalloc::kExitError;
+    }
+  }
+  return xalloc::runGuarded("xrewrite", [&] { return xalloc::rewriter::runXrewrite(o); });
 }

@@ -92,8 +92,16 @@ std::string range(int start, int count) {
 std::string unifiedDiff(const std::string& before, const std::string& after,
                         const std::string& before_name, const std::string& after_name,
                         int context) {
-  const auto a = splitLines(before);
-  const auto b = splitLines(after);
+  // A last line without its newline is not the same line as one with it, and is printed with
+  // the marker `git apply` and `patch` expect right after it.
+  auto lines = [](const std::string& text) {
+    auto l = splitLines(text);
+    if (!text.empty() && text.back() != '\n')
+      l.back() += "\n\\ No newline at end of file";
+    return l;
+  };
+  const auto a = lines(before);
+  const auto b = lines(after);
   const auto edits = shortestEdit(a, b);
   // Line numbers (0-based) in a and b at each edit.
   struct Step {

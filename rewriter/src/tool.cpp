@@ -12,9 +12,11 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/op_library.h"
 #include "xalloc/rewriter/cpp_rewrite.h"
 #include "xalloc/rewriter/text_diff.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/model_warnings.h"
 
 namespace xalloc::rewriter {
 
@@ -42,7 +44,8 @@ std::string repoRelative(const std::string& path) {
 }
 
 int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
-  CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args, o.form == "fast");
+  CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args,
+                            o.form == formats::RewriteForm::Fast);
   if (r.matched == 0) {
     // Nothing for these files. Fine when the schedule's files exist but were not given (a
     // pre-commit run on other files); an error when the schedule names none that exists.
@@ -88,19 +91,15 @@ int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedul
   return kExitOk;
 }
 
-void checkForm(const std::string& form) {
-  if (!form.empty() && !formats::isRewriteForm(form))
-    throw InputError("xrewrite", "--form: '" + form + "' is neither 'portable' nor 'fast'");
-}
-
 // The form to write: --form, else the one the schedule was planned for, else portable. A plan
 // for the fast form written in the portable one runs its async conversions on the critical path
 // and pays for fresh outputs the plan did not count: said once, as a warning.
 XrewriteOptions withForm(XrewriteOptions o, const formats::Schedule& s, const std::string& name) {
-  if (o.form.empty())
-    o.form = s.summary.form.empty() ? "portable" : s.summary.form;
+  using formats::RewriteForm;
+  if (!o.form)
+    o.form = s.summary.form.value_or(RewriteForm::Portable);
   const std::int64_t edits = s.count(formats::Action::Sync) + s.count(formats::Action::Async);
-  if (o.form == "portable" && s.summary.form == "fast" && edits > 0)
+  if (*o.form == RewriteForm::Portable && s.summary.form == RewriteForm::Fast && edits > 0)
     printWarning(name, "the schedule was planned for the fast form (xsched --form fast); written "
                        "portable, its conversions pay for fresh outputs" +
                            std::string(s.count(formats::Action::Async) > 0
@@ -113,10 +112,12 @@ XrewriteOptions withForm(XrewriteOptions o, const formats::Schedule& s, const st
 } // namespace
 
 int runXrewrite(const XrewriteOptions& o) {
+  tspass::routeModelWarnings(); // verification runs the model through the JIT
+  for (const auto& lib : o.op_libraries)
+    loadOpLibrary(lib);
   if (!o.show.empty())
     return showStoredSchedule(o.show, o.method);
   if (!o.cpp_files.empty()) {
-    checkForm(o.form);
     if (!o.model.empty())
       throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");
     if (o.in_place && o.check)
@@ -129,11 +130,11 @@ int runXrewrite(const XrewriteOptions& o) {
   }
   if (o.model.empty())
     throw InputError("xrewrite", "no model: give the TorchScript file to rewrite");
+
   if (o.output.empty() && !o.check && !o.diff)
     throw InputError("xrewrite", "no output: give -o OUT.pt (or --check / --diff for a dry run)");
   if (!o.output.empty() && o.output == o.model)
     throw InputError("xrewrite", "-o names the input model; write to another file");
-  checkForm(o.form);
   if (o.verify_runs < 1)
     throw InputError("xrewrite", "--verify-runs must be at least 1");
   bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");

@@ -12,16 +12,16 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
-#include "xalloc/profiler/device_info.h"
-#include "xalloc/profiler/inputs.h"
-#include "xalloc/profiler/value_compare.h"
+#include "xalloc/math_libraries.h"
 #include "xalloc/rewriter/text_diff.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
 
 namespace xalloc::rewriter {
 
@@ -47,17 +47,17 @@ void reportResults(const tspass::ApplyReport& report, const formats::Schedule& s
 void warnIfOtherMathLibraries(const formats::Schedule& schedule, const std::string& where) {
   if (!schedule.device || schedule.device->libraries.empty())
     return;
-  const std::string here = profiler::mathLibraries();
+  const std::string here = xalloc::mathLibraries();
   if (here.empty() || here == schedule.device->libraries)
     return;
   // The first library that differs: another file, or the same one changed since.
-  const auto then = profiler::splitLibraries(schedule.device->libraries);
-  const auto now = profiler::splitLibraries(here);
+  const auto then = xalloc::splitLibraries(schedule.device->libraries);
+  const auto now = xalloc::splitLibraries(here);
   std::size_t i = 0;
   while (i < std::min(then.size(), now.size()) && then[i] == now[i])
     ++i;
-  const std::string was = i < then.size() ? profiler::libraryPath(then[i]) : "none";
-  const std::string is = i < now.size() ? profiler::libraryPath(now[i]) : "none";
+  const std::string was = i < then.size() ? xalloc::libraryPath(then[i]) : "none";
+  const std::string is = i < now.size() ? xalloc::libraryPath(now[i]) : "none";
   printWarning(where, "the schedule was profiled on other math libraries (" +
                           (was == is ? was + ", changed since" : was + ", here " + is) +
                           "): its savings may not hold here; profile again on this machine");
@@ -80,16 +80,17 @@ std::string verifyOutputs(const std::string& a, const std::string& b, const std:
     runs = 1;
   for (int seed = 0; seed < runs; ++seed) {
     auto run = [&](tspass::LoadedModel& m) {
-      auto inputs = profiler::methodInputs(
+      auto inputs = xalloc::tspass::methodInputs(
           m.module, method,
-          fixed ? *fixed : profiler::makeInputs(specs, static_cast<std::uint64_t>(seed)), m.path);
+          fixed ? *fixed : xalloc::tspass::makeInputs(specs, static_cast<std::uint64_t>(seed)),
+          m.path);
       inputs.erase(inputs.begin()); // the method call supplies self
       return m.module.get_method(method)(std::move(inputs));
     };
     c10::IValue out_a = run(ma);
     c10::IValue out_b = run(mb);
-    if (!profiler::bitwiseEqual(out_a, out_b)) {
-      if (!profiler::bitwiseEqual(out_a, run(ma)))
+    if (!xalloc::tspass::bitwiseEqual(out_a, out_b)) {
+      if (!xalloc::tspass::bitwiseEqual(out_a, run(ma)))
         return "the original model itself gives different outputs on two runs of the same "
                "inputs, so no rewrite can be verified; --no-verify skips the check";
       return fixed ? "outputs differ on the inputs of " + fixed_file
@@ -114,7 +115,8 @@ VerifyInputs verifyInputs(const XrewriteOptions& o, const formats::Schedule& sch
                           tspass::LoadedModel& model) {
   VerifyInputs v;
   v.file = o.input_file;
-  v.specs = profiler::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
+  v.specs =
+      xalloc::tspass::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
   if (v.file.empty() && v.specs.empty()) {
     v.origin = " (the profile's)";
     if (!schedule.input_file.empty() && isRegularFile(schedule.input_file))
@@ -124,11 +126,11 @@ VerifyInputs verifyInputs(const XrewriteOptions& o, const formats::Schedule& sch
   }
   if (v.file.empty() && v.specs.empty()) {
     v.origin.clear();
-    v.specs = profiler::specFromExtraFiles(model.extra_files, o.model);
+    v.specs = xalloc::tspass::specFromExtraFiles(model.extra_files, o.model);
   }
   if (!v.file.empty()) {
-    v.fixed = profiler::parseInputFile(readFile(v.file), v.file);
-    (void)profiler::methodInputs(model.module, o.method, v.fixed, o.model); // do they fit?
+    v.fixed = xalloc::tspass::parseInputFile(readFile(v.file), v.file);
+    (void)xalloc::tspass::methodInputs(model.module, o.method, v.fixed, o.model); // do they fit?
   } else if (v.specs.empty()) {
     v.missing = schedule.input_file.empty()
                     ? "outputs not verified: the model has no example inputs (pass --input-shape, "
@@ -161,7 +163,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   // Numbered as xprof numbered it: with linears exposed; those no decision touched go back.
   const auto exposed = tspass::exposeLinearWeights(*graph);
   tspass::ApplyOptions apply;
-  apply.async_as_sync = o.form != "fast";
+  apply.async_as_sync = o.form != formats::RewriteForm::Fast;
   apply.module = &model.module;
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   std::vector<tspass::Renumbered> renumbered;

@@ -45,15 +45,6 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
                       const std::string& build_dir, const std::vector<std::string>& fixed_args,
                       bool async_calls = false);
 
-/// Completes anchors that carry only a position (`xprof run` reads file:line:col from debug
-/// info) with what makes them survive edits above the site: the expression's text, its
-/// enclosing function as Clang names it, and its ordinal among equal texts there. Parses
-/// `files` (and the user headers they include); an anchor whose position holds no call of type
-/// at::Tensor is left as it is. Returns how many were completed.
-std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
-                           const std::vector<std::string>& files, const std::string& build_dir,
-                           const std::vector<std::string>& fixed_args);
-
 /// The edits as clang-apply-replacements YAML.
 std::string exportFixesYaml(const CppRewrite& r);
 

@@ -1,5 +1,5 @@
 // Line-based unified diff (Myers' O(ND) algorithm), in the format `git apply` and `patch` read.
-// Used for TorchScript graph diffs now and for C++ source patches later.
+// Used for TorchScript graph diffs and C++ source patches.
 #pragma once
 
 #include <string>
@@ -11,7 +11,8 @@ namespace xalloc::rewriter {
 std::vector<std::string> splitLines(const std::string& text);
 
 /// Unified diff of `before` and `after` with `context` lines around each change; "" when equal.
-/// Headers are "--- <before_name>" and "+++ <after_name>".
+/// Headers are "--- <before_name>" and "+++ <after_name>". A last line without a newline is
+/// followed by "\ No newline at end of file", as `diff -u` writes it.
 std::string unifiedDiff(const std::string& before, const std::string& after,
                         const std::string& before_name, const std::string& after_name,
                         int context = 3);

@@ -1,8 +1,11 @@
 // xrewrite as a function: options in a plain struct, an exit code out (see main.cpp for flags).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "xalloc/formats/enums.h"
 
 namespace xalloc::rewriter {
 
@@ -17,12 +20,13 @@ struct XrewriteOptions {
   int verify_runs = 3;
   /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
-  /// Empty: the form the schedule was planned for (xsched --form), else portable.
-  std::string form;
+  /// None: the form the schedule was planned for (xsched --form), else portable.
+  std::optional<formats::RewriteForm> form;
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   std::string input_file; // verify on these inputs (torch.save of a tensor, tuple or list)
   bool quiet = false;
+  std::vector<std::string> op_libraries; // --load-library, loaded before the model
   // C++ sources (Clang): the files to patch, the compilation database folder (-p) or the
   // compiler flags after `--`, and what to do with the patch.
   std::vector<std::string> cpp_files;

@@ -1,6 +1,8 @@
 // The Clang side of xrewrite --cpp and xprof run -p: every expression of type at::Tensor in the
 // functions of the files a schedule names, and the searches that match anchors to them (by
-// text, by position). Internal to the rewriter; compiled without RTTI, like LLVM.
+// text, by position). Included only by the libraries that are compiled with Clang's headers
+// (this one and the rewriter's C++ path), without RTTI like LLVM; the rest of x-allocator uses
+// xalloc/cppsource/anchors.h.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,7 @@
 
 #include "xalloc/formats/common.h"
 
-namespace xalloc::rewriter::ast {
+namespace xalloc::cppsource {
 
 using namespace clang;
 
@@ -185,4 +187,4 @@ compilationDatabase(const std::string& build_dir, const std::vector<std::string>
 void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
                const OnParsed& on_parsed);
 
-} // namespace xalloc::rewriter::ast
+} // namespace xalloc::cppsource

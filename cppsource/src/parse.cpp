@@ -1,6 +1,6 @@
 // The Clang driver of the C++ path: compile commands, one parse per file, Clang's diagnostics
 // as one line. Compiled without RTTI, like LLVM.
-#include "cpp_ast.h"
+#include "xalloc/cppsource/ast.h"
 
 #include <cstdio>
 
@@ -19,7 +19,7 @@
 #include "xalloc/error.h"
 #include "xalloc/io.h"
 
-namespace xalloc::rewriter::ast {
+namespace xalloc::cppsource {
 
 namespace {
 
@@ -118,4 +118,4 @@ void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
   }
 }
 
-} // namespace xalloc::rewriter::ast
+} // namespace xalloc::cppsource

@@ -1,11 +1,12 @@
-// The Clang side shared by xrewrite --cpp and xprof run -p (cpp_ast.h). Compiled without RTTI.
-#include "cpp_ast.h"
+// The Clang side shared by xrewrite --cpp and xprof run -p (xalloc/cppsource/ast.h). Compiled
+// without RTTI.
+#include "xalloc/cppsource/ast.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 
-namespace xalloc::rewriter::ast {
+namespace xalloc::cppsource {
 
 namespace fs = std::filesystem;
 
@@ -198,4 +199,4 @@ Found findByPosition(const Collector& c, const std::string& file, const std::str
   return {};
 }
 
-} // namespace xalloc::rewriter::ast
+} // namespace xalloc::cppsource
