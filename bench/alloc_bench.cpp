@@ -5,6 +5,7 @@
 // upstream there is, so the overhead is not hidden behind a slow one. Rounds alternate raw and
 // stack; medians over 9 rounds of 2M pairs per thread.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,54 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// How soon a waiting allocation wakes after another thread frees what it needs, while its
+// backoff would sleep an hour (goal: under 10 ms; the unit tests check that it wakes at all).
+double wakeUpMs() {
+  auto dev = std::make_shared<SimulatedDevice>(1000);
+  RetryConfig c;
+  c.max_attempts = 1;
+  c.backoff_ms = c.backoff_max_ms = c.deadline_ms = 3600.0 * 1000;
+  Stack s = makeStack(dev, c);
+  void* held = s.top->allocate(1000);
+  std::atomic<double> freed_at{0};
+  std::thread other([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    freed_at = nowMs();
+    s.top->deallocate(held, 1000);
+  });
+  void* p = s.top->allocate(1000);
+  const double got = nowMs();
+  other.join();
+  s.top->deallocate(p, 1000);
+  return got - freed_at;
+}
+
+// How far past its deadline an allocation that can never succeed gives up (goal: a few ms).
+double deadlineOverrunMs(double deadline_ms) {
+  class Never : public Upstream {
+  public:
+    void* allocate(std::size_t) override { return nullptr; }
+    void deallocate(void*, std::size_t) override {}
+    std::string name() const override { return "never"; }
+  };
+  RetryConfig c;
+  c.deadline_ms = deadline_ms;
+  c.max_attempts = 1 << 20;
+  Stack s = makeStack(std::make_shared<Never>(), c);
+  const double t0 = nowMs();
+  try {
+    s.top->allocate(64);
+  } catch (const OutOfMemory&) {
+  }
+  return nowMs() - t0 - deadline_ms;
+}
+
 } // namespace
 
 int main() {
@@ -91,5 +140,14 @@ int main() {
   std::printf("stack counted %.0f allocations, %.0f frees, %.0f bytes still allocated\n",
               m["allocation.all.allocated"], m["allocation.all.freed"],
               m["allocated_bytes.all.current"]);
+  std::vector<double> wake, overrun;
+  for (int round = 0; round < 9; ++round) {
+    wake.push_back(wakeUpMs());
+    overrun.push_back(deadlineOverrunMs(100));
+  }
+  std::printf("wake-up after a free during an hour-long backoff: median %.3f ms (goal < 10 ms)\n",
+              median(wake));
+  std::printf("OOM past a 100 ms deadline: median %+.3f ms (never before it: min %+.3f ms)\n",
+              median(overrun), *std::min_element(overrun.begin(), overrun.end()));
   return 0;
 }

@@ -14,15 +14,16 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/error.h"
-#include "xalloc/profiler/inputs.h"
-#include "xalloc/profiler/value_compare.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/value_compare.h"
 
 using namespace xalloc;
 
@@ -46,15 +47,15 @@ int run(const std::string& name, std::vector<Variant>& vs, int runs, int warmup,
         const std::string& json_path) {
   if (runs < 30)
     throw InputError("xbench-e2e", "--runs must be at least 30 for a stable median");
-  auto specs = profiler::specFromExtraFiles(vs[0].model.extra_files, vs[0].path);
+  auto specs = xalloc::tspass::specFromExtraFiles(vs[0].model.extra_files, vs[0].path);
   if (specs.empty())
     throw InputError(vs[0].path, "no example inputs stored in the model");
-  auto inputs = profiler::methodInputs(vs[0].model.module, "forward",
-                                       profiler::makeInputs(specs, 0), vs[0].path);
+  auto inputs = xalloc::tspass::methodInputs(vs[0].model.module, "forward",
+                                             xalloc::tspass::makeInputs(specs, 0), vs[0].path);
   inputs.erase(inputs.begin());
   const c10::IValue reference = vs[0].model.module.forward(inputs);
   for (auto& v : vs)
-    if (!profiler::bitwiseEqual(reference, v.model.module.forward(inputs)))
+    if (!xalloc::tspass::bitwiseEqual(reference, v.model.module.forward(inputs)))
       throw InputError(v.path, "outputs differ from the original");
   for (int w = 0; w < warmup; ++w)
     for (auto& v : vs)
@@ -93,35 +94,26 @@ int run(const std::string& name, std::vector<Variant>& vs, int runs, int warmup,
 
 int main(int argc, char** argv) {
   runtime::loadOps(); // fast rewrites use xalloc:: ops
-  std::string name = "model", json;
+  std::string name = "model", json, original;
+  std::vector<std::string> variants;
   int runs = 50, warmup = 5;
-  std::vector<Variant> vs;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "xbench-e2e: error: %s needs a value\n", s.c_str());
-        std::exit(kExitError);
-      }
-      return argv[++i];
-    };
-    if (s == "--runs")
-      runs = std::atoi(value().c_str());
-    else if (s == "--warmup")
-      warmup = std::atoi(value().c_str());
-    else if (s == "--name")
-      name = value();
-    else if (s == "--json")
-      json = value();
-    else if (auto eq = s.find('='); eq != std::string::npos && !vs.empty())
-      vs.push_back({s.substr(0, eq), s.substr(eq + 1), {}, {}});
-    else
-      vs.push_back({"original", s, {}, {}});
-  }
-  if (vs.size() < 2) {
-    std::fprintf(stderr, "usage: xbench-e2e --name NAME ORIGINAL.pt LABEL=VARIANT.pt... "
-                         "[--runs N] [--warmup N] [--json FILE]\n");
-    return kExitError;
+  CLI::App app{"Original and rewritten variants of one model, timed interleaved.", "xbench-e2e"};
+  app.add_option("--name", name, "the model's name in the report");
+  app.add_option("--runs", runs, "timed rounds")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed rounds first")->check(CLI::NonNegativeNumber);
+  app.add_option("--json", json, "also write the results here");
+  app.add_option("original", original, "ORIGINAL.pt")->required();
+  app.add_option("variants", variants, "LABEL=VARIANT.pt ...")->required();
+  if (auto code = parseCommandLine(app, argc, argv))
+    return *code;
+  std::vector<Variant> vs{{"original", original, {}, {}}};
+  for (const auto& v : variants) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "xbench-e2e: error: '%s' is not LABEL=VARIANT.pt\n", v.c_str());
+      return kExitError;
+    }
+    vs.push_back({v.substr(0, eq), v.substr(eq + 1), {}, {}});
   }
   return runGuarded("xbench-e2e", [&] {
     for (auto& v : vs)

@@ -13,17 +13,19 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
-#include "xalloc/profiler/inputs.h"
+#include "xalloc/op_library.h"
 #include "xalloc/profiler/measure.h"
-#include "xalloc/profiler/model_warnings.h"
-#include "xalloc/profiler/value_compare.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/model_warnings.h"
+#include "xalloc/tspass/value_compare.h"
 
 using namespace xalloc;
 
@@ -48,19 +50,21 @@ int run(const Args& args) {
   std::vector<c10::IValue> inputs;
   if (!args.input_file.empty()) {
     // Typed as forward declares them, and checked: a value that does not fit is an input error.
-    inputs = profiler::methodInputs(
-        ma.module, "forward", profiler::parseInputFile(readFile(args.input_file), args.input_file),
+    inputs = xalloc::tspass::methodInputs(
+        ma.module, "forward",
+        xalloc::tspass::parseInputFile(readFile(args.input_file), args.input_file),
         args.input_file);
     inputs.erase(inputs.begin());
   } else {
-    auto specs = profiler::specFromExtraFiles(ma.extra_files, ma.path);
+    auto specs = xalloc::tspass::specFromExtraFiles(ma.extra_files, ma.path);
     if (specs.empty())
       throw InputError(args.a, "no example inputs stored in the model (pass --input-file)");
-    inputs = profiler::methodInputs(ma.module, "forward", profiler::makeInputs(specs, 0), ma.path);
+    inputs = xalloc::tspass::methodInputs(ma.module, "forward",
+                                          xalloc::tspass::makeInputs(specs, 0), ma.path);
     inputs.erase(inputs.begin());
   }
   // Same results first: a faster model that computes something else is not faster.
-  if (!profiler::bitwiseEqual(ma.module.forward(inputs), mb.module.forward(inputs)))
+  if (!xalloc::tspass::bitwiseEqual(ma.module.forward(inputs), mb.module.forward(inputs)))
     throw InputError(args.b, "outputs differ from " + args.a);
   auto [sa, sb, delta] =
       profiler::timeInterleaved([&] { (void)ma.module.forward(inputs); },
@@ -78,45 +82,20 @@ int run(const Args& args) {
 
 int main(int argc, char** argv) {
   Args args;
-  std::vector<std::string> pos;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto text = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "xbench-latency: error: %s needs a value\n", s.c_str());
-        std::exit(kExitError);
-      }
-      return argv[++i];
-    };
-    auto value = [&]() {
-      return std::atoi(text().c_str());
-    };
-    if (s == "--runs")
-      args.runs = value();
-    else if (s == "--warmup")
-      args.warmup = value();
-    else if (s == "--threads")
-      args.threads = value();
-    else if (s == "--input-file")
-      args.input_file = text();
-    else if (s == "--load-library")
-      args.op_libraries.push_back(text());
-    else if (s == "-h" || s == "--help") {
-      std::printf("usage: xbench-latency ORIGINAL.pt REWRITTEN.pt [--runs N] [--warmup N] "
-                  "[--threads N] [--input-file INPUTS.pt] [--load-library OPS.so]\n");
-      return kExitOk;
-    } else
-      pos.push_back(s);
-  }
-  if (pos.size() != 2) {
-    std::fprintf(stderr, "xbench-latency: error: need ORIGINAL.pt and REWRITTEN.pt\n");
-    return kExitError;
-  }
-  args.a = pos[0];
-  args.b = pos[1];
+  CLI::App app{"Latency of two TorchScript models, timed interleaved in one process.",
+               "xbench-latency"};
+  app.add_option("original", args.a, "the original model")->required();
+  app.add_option("rewritten", args.b, "the rewritten model")->required();
+  app.add_option("--runs", args.runs, "timed runs of each")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", args.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", args.threads, "intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--input-file", args.input_file, "inputs saved with torch.save");
+  app.add_option("--load-library", args.op_libraries, "a library of custom ops");
+  if (auto code = parseCommandLine(app, argc, argv))
+    return *code;
   return runGuarded("xbench-latency", [&] {
     runtime::loadOps(); // models rewritten with --form fast call xalloc:: ops
-    profiler::routeModelWarnings();
+    xalloc::tspass::routeModelWarnings();
     for (const auto& lib : args.op_libraries)
       loadOpLibrary(lib);
     return run(args);

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "xalloc/error.h"
-#include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/profiler.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
 
 using namespace xalloc;
@@ -27,8 +27,9 @@ namespace {
 
 double forwardMs(const std::string& path) {
   auto m = tspass::loadModel(path);
-  auto specs = profiler::specFromExtraFiles(m.extra_files, path);
-  auto inputs = profiler::methodInputs(m.module, "forward", profiler::makeInputs(specs, 0), path);
+  auto specs = xalloc::tspass::specFromExtraFiles(m.extra_files, path);
+  auto inputs =
+      xalloc::tspass::methodInputs(m.module, "forward", xalloc::tspass::makeInputs(specs, 0), path);
   inputs.erase(inputs.begin());
   return profiler::timeRepeated([&] { (void)m.module.forward(inputs); }, 5, 30).median_ms;
 }

@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
-#include "xalloc/profiler/consumers.h"
+#include "xalloc/profiler/consumer_timing.h"
 #include "xalloc/profiler/measure.h"
 
 namespace xprof_hook {

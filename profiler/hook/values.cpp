@@ -75,8 +75,9 @@ std::int64_t ValueTable::argument(const at::Tensor& t, std::int64_t site, std::i
       id = ext->second;
     } else {
       Value& v = newValue(t);
-      v.rec.origin = t.requires_grad() && t.is_leaf() ? "attribute" : "input";
-      v.rec.name = v.rec.origin == "attribute" ? "param" : "input";
+      v.rec.origin = t.requires_grad() && t.is_leaf() ? xalloc::formats::Origin::Attribute
+                                                      : xalloc::formats::Origin::Input;
+      v.rec.name = v.rec.origin == xalloc::formats::Origin::Attribute ? "param" : "input";
       v.rec.first_use = site;
       v.rec.last_use = site;
       id = v.rec.id;
@@ -98,7 +99,7 @@ std::int64_t ValueTable::output(const at::Tensor& t, std::int64_t site, std::int
     Value& v = newValue(t);
     v.rec.producer_op = site;
     v.rec.output_index = index;
-    v.rec.origin = "op";
+    v.rec.origin = xalloc::formats::Origin::Op;
     v.rec.name = "v" + std::to_string(v.rec.id);
     v.rec.first_use = site;
     v.rec.last_use = site;

@@ -12,6 +12,7 @@
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/math_libraries.h"
 #include "xalloc/profiler/launch.h"
 #include "xalloc/tool.h"
 
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   if (inv.memoizable) {
     if (auto hit = launch::lookup(inv.db_path, inv.key)) {
       return xalloc::runGuarded("xprof", [&] {
-        xalloc::emitDocument(inv.output, {}, xalloc::formats::toJson(*hit));
+        xalloc::formats::emitDocument(inv.output, {}, xalloc::formats::toJson(*hit));
         if (!inv.quiet && !inv.output.empty() && inv.output != "-")
           std::fprintf(stderr, "%s -> %s\n", launch::summaryLine(*hit).c_str(), inv.output.c_str());
         if (const std::string note = launch::referenceBlasNote(*hit); !inv.quiet && !note.empty())

@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 
 #include "xalloc/profiler/signature.h"
-#include "xalloc/profiler/timing_db.h"
 #include "xalloc/torch_compat.h"
 
 namespace xalloc::profiler {
@@ -25,7 +24,7 @@ struct Stored {
   std::optional<TimingStats> allocation; // fresh conversion minus reused-buffer copy, paired
 };
 
-std::optional<Stored> lookUp(TimingDb* db, const std::string& key) {
+std::optional<Stored> lookUp(TimingStore* db, const std::string& key) {
   auto hit = db ? db->getAll({key, key + "|ref", key + "|ratio"}) : std::nullopt;
   if (!hit)
     return std::nullopt;
@@ -37,7 +36,7 @@ Stored summarizeSamples(PairedSamples p) {
           std::nullopt};
 }
 
-void store(TimingDb* db, const std::string& key, const Stored& st) {
+void store(TimingStore* db, const std::string& key, const Stored& st) {
   if (!db)
     return;
   db->put(key, {st.s, 0});
@@ -117,7 +116,7 @@ void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamp
 }
 
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
-                                              int warmup, int repeats, TimingDb* db) {
+                                              int warmup, int repeats, TimingStore* db) {
   const std::string key = costKey(tensor, warmup, repeats, ("x" + std::to_string(kRounds)).c_str());
   const int per_round = (repeats + kRounds - 1) / kRounds;
   std::optional<Stored> st = lookUp(db, key);
@@ -144,7 +143,7 @@ formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const st
 
 std::vector<formats::ConversionCost>
 measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>& materialize,
-                const PassOptions& o, TimingDb* db) {
+                const PassOptions& o, TimingStore* db) {
   struct Entry {
     formats::Layout layout;
     std::string key;

@@ -3,10 +3,8 @@
 #include "xalloc/profiler/device_info.h"
 
 #include <algorithm>
-#include <dlfcn.h>
 #include <fstream>
 #include <limits.h>
-#include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string>
@@ -71,53 +69,6 @@ formats::CacheInfo cpuCaches() {
   c.l2_bytes = cacheSize(2, false);
   c.l3_bytes = cacheSize(3, false);
   return c;
-}
-
-std::string mathLibraries() {
-  std::string out;
-  for (const char* name : {"libblas.so.3", "liblapack.so.3", "libdnnl.so.2"}) {
-    // Already loaded (xprof-core, through libtorch), or loaded here the way libtorch would find
-    // it (the launcher); left loaded, as a BLAS's own threads may not survive an unload.
-    void* h = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr)
-      h = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL);
-    struct link_map* map = nullptr;
-    if (h == nullptr || ::dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr ||
-        map->l_name == nullptr)
-      continue;
-    char real[PATH_MAX];
-    std::string path = ::realpath(map->l_name, real) != nullptr ? real : map->l_name;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0)
-      path += "@" + std::to_string(st.st_size);
-    out += (out.empty() ? "" : ";") + path;
-  }
-  return out;
-}
-
-std::vector<std::string> splitLibraries(const std::string& libraries) {
-  std::vector<std::string> out;
-  for (std::size_t start = 0; start < libraries.size();) {
-    const std::size_t end = std::min(libraries.find(';', start), libraries.size());
-    out.push_back(libraries.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string libraryPath(const std::string& entry) {
-  return entry.substr(0, entry.rfind('@'));
-}
-
-std::string referenceBlas(const std::string& libraries) {
-  for (const auto& entry : splitLibraries(libraries)) {
-    const std::string path = libraryPath(entry);
-    const std::size_t slash = path.rfind('/');
-    if (slash != std::string::npos && slash >= 5 && path.compare(slash - 5, 5, "/blas") == 0 &&
-        path.compare(slash + 1, 11, "libblas.so.") == 0)
-      return path;
-  }
-  return "";
 }
 
 } // namespace xalloc::profiler

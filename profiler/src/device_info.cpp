@@ -1,6 +1,7 @@
 // describeCpu: the CPU's facts (cpu_facts.cpp), libtorch's thread count, and a copy bandwidth
 // probe.
 #include "xalloc/profiler/device_info.h"
+#include "xalloc/math_libraries.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -12,7 +12,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/profiler/measure.h"
-#include "xalloc/profiler/model_warnings.h"
+#include "xalloc/tspass/model_warnings.h"
 
 namespace xalloc::profiler {
 
@@ -143,7 +143,7 @@ void runBuiltin(const Node* n, torch::jit::Stack& stack) {
     stack = std::move(in);
   } else if (k == c10::aten::warn) {
     // The profile runs the model many times: each message is shown once.
-    reportModelWarning(in.empty() || !in[0].isString() ? "" : in[0].toStringRef());
+    tspass::reportModelWarning(in.empty() || !in[0].isString() ? "" : in[0].toStringRef());
   } else if (k == c10::aten::wait) {
     auto future = in.at(0).toFuture();
     future->wait();

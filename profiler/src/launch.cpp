@@ -1,5 +1,6 @@
 // What xprof's launcher and xprof-core share (see launch.h). No libtorch here.
 #include "xalloc/profiler/launch.h"
+#include "xalloc/math_libraries.h"
 
 #include <sys/stat.h>
 
@@ -8,11 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
 
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/profiler/cli.h"
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/version.h"
@@ -54,51 +57,52 @@ Invocation inspect(int argc, char** argv, const std::string& core) {
   inv.db_path = TimingDb::defaultPath();
   if (argc < 2 || std::string_view(argv[1]) == "run")
     return inv;
-  nlohmann::json args = nlohmann::json::array();
-  nlohmann::json files = nlohmann::json::object();
-  bool ok = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    // The value of an option, whether given as `--opt value` or `--opt=value`.
-    auto value = [&](std::string_view opt, std::string* out) {
-      if (a == opt && i + 1 < argc) {
-        *out = argv[++i];
-        return true;
-      }
-      if (a.rfind(std::string(opt) + "=", 0) == 0) {
-        *out = a.substr(opt.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    // Where the document goes and whether a summary is printed do not change it: they are not
-    // part of the key. Everything else is, as written.
-    std::string v;
-    const bool other_short = a.size() > 1 && a[0] == '-' && a[1] != '-' && a != "-o" && a != "-q";
-    if (a == "-h" || a == "--help" || a == "--version" || a == "--no-db" || value("--trace", &v) ||
-        other_short) {
-      ok = false; // (short options run together, `-ofile`: left to xprof-core's parser)
-    } else if (value("-o", &v) || value("--output", &v)) {
-      inv.output = v;
-    } else if (a == "-q" || a == "--quiet") {
-      inv.quiet = true;
-    } else if (value("--db", &v)) {
-      inv.db_path = v;
-      args.push_back("--db=" + v);
-    } else {
-      args.push_back(a);
-      // Every other argument that names a file counts by its contents: the model, an input
-      // file. (The option's name came first, as an argument of its own or before `=`.)
-      const std::string path =
-          a.find('=') != std::string::npos && a.rfind("--", 0) == 0 ? a.substr(a.find('=') + 1) : a;
-      if (isRegularFile(path))
-        files[path] = sha256File(path);
-    }
+  // xprof's own flags (cli.h): what xprof-core will parse, parsed the same way here.
+  XprofOptions o;
+  CLI::App app{"xprof", "xprof"};
+  defineXprofOptions(app, o);
+  app.set_version_flag("--version", "");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError&) {
+    return inv; // --help, --version and usage errors: xprof-core says them
   }
-  if (!ok)
+  const ProfileOptions& p = o.profile;
+  inv.output = o.output;
+  inv.quiet = o.quiet;
+  if (!p.db_path.empty())
+    inv.db_path = p.db_path;
+  if (!p.use_db || !p.trace_path.empty())
     return inv;
+  // Every setting that shapes the profile, as parsed; where the document goes and whether a
+  // summary is printed do not change it. Files count by their contents: the model, the input
+  // file, the op libraries.
+  nlohmann::json files = nlohmann::json::object();
+  std::vector<std::string> named = o.op_libraries;
+  named.push_back(p.model);
+  named.push_back(p.input_file);
+  for (const std::string& f : named)
+    if (!f.empty() && isRegularFile(f))
+      files[f] = sha256File(f);
+  const nlohmann::json settings = {{"model", p.model},
+                                   {"method", p.method},
+                                   {"input_shapes", o.input_shapes},
+                                   {"input_dtypes", o.input_dtypes},
+                                   {"input_ranges", o.input_ranges},
+                                   {"input_file", p.input_file},
+                                   {"load_library", o.op_libraries},
+                                   {"iterations", p.iterations},
+                                   {"warmup", p.warmup},
+                                   {"repeats", p.repeats},
+                                   {"threads", p.threads},
+                                   {"seed", p.seed},
+                                   {"sweep", p.sweep},
+                                   {"sweep_count", p.sweep_count},
+                                   {"sweep_max", o.sweep_max},
+                                   {"db", p.db_path},
+                                   {"consumers", p.measure_consumers}};
   std::error_code ec;
-  const nlohmann::json k = {{"args", args},
+  const nlohmann::json k = {{"settings", settings},
                             {"files", files},
                             {"cwd", std::filesystem::current_path(ec).string()},
                             {"core", stamp(core)}};

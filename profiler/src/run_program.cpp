@@ -340,7 +340,7 @@ formats::Profile profileProgram(const RunOptions& o) {
 
   p.model.path = o.command.front();
   p.model.sha256 = sha256File(prog);
-  p.model.format = "libtorch-program";
+  p.model.format = formats::ModelFormat::LibtorchProgram;
   p.model.method = "main";
   const std::int64_t threads = p.device.threads;
   p.device = describeCpu();

@@ -1,26 +1,17 @@
 // writeChromeTrace: Chrome trace-event JSON of ops, spare-capacity windows and measurements.
 #include "xalloc/profiler/trace.h"
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
-#include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
+#include "xalloc/trace_event.h"
 
 namespace xalloc::profiler {
 
 using nlohmann::json;
 
-namespace {
-double us(double ms) {
-  return std::round(ms * 1e3 * 1000) / 1000;
-}
-
-json meta(int pid, int tid, const char* what, const std::string& name) {
-  return json{{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", what}, {"args", {{"name", name}}}};
-}
-} // namespace
+using trace::meta;
+using trace::slice;
 
 void writeChromeTrace(const std::string& path, const formats::Profile& p,
                       const std::vector<OpTiming>& timeline) {
@@ -35,47 +26,30 @@ void writeChromeTrace(const std::string& path, const formats::Profile& p,
     const auto i = static_cast<std::size_t>(op.id);
     if (i >= timeline.size() || timeline[i].start_ms < 0)
       continue;
-    events.push_back({{"ph", "X"},
-                      {"pid", 1},
-                      {"tid", 1},
-                      {"name", op.kind},
-                      {"ts", us(timeline[i].start_ms)},
-                      {"dur", us(timeline[i].duration_ms)},
-                      {"args",
-                       {{"op", op.id},
-                        {"source", op.source.file + ":" + std::to_string(op.source.line)},
-                        {"expr", op.anchor.expr},
-                        {"scope", op.scope},
-                        {"median_ms", op.duration_ms},
-                        {"utilization", op.utilization}}}});
+    events.push_back(slice(1, 1, op.kind, timeline[i].start_ms, timeline[i].duration_ms,
+                           {{"op", op.id},
+                            {"source", op.source.file + ":" + std::to_string(op.source.line)},
+                            {"expr", op.anchor.expr},
+                            {"scope", op.scope},
+                            {"median_ms", op.duration_ms},
+                            {"utilization", op.utilization}}));
   }
   for (const auto& w : p.gpu_idle_events)
-    events.push_back(
-        {{"ph", "X"},
-         {"pid", 1},
-         {"tid", 2},
-         {"name", w.kind + " " + std::to_string(w.spare_cores).substr(0, 4) + " cores"},
-         {"ts", us(w.start_ms)},
-         {"dur", us(w.duration_ms)},
-         {"args",
-          {{"window", w.id},
-           {"after_op", w.after_op_id},
-           {"before_op", w.before_op_id},
-           {"spare_cores", w.spare_cores}}}});
+    events.push_back(slice(1, 2,
+                           w.kind + " " + std::to_string(w.spare_cores).substr(0, 4) + " cores",
+                           w.start_ms, w.duration_ms,
+                           {{"window", w.id},
+                            {"after_op", w.after_op_id},
+                            {"before_op", w.before_op_id},
+                            {"spare_cores", w.spare_cores}}));
   double t = 0;
   for (const auto& c : p.conversion_cost_table) {
-    events.push_back({{"ph", "X"},
-                      {"pid", 2},
-                      {"tid", 1},
-                      {"name", c.key()},
-                      {"ts", us(t)},
-                      {"dur", us(c.median_ms)},
-                      {"args",
-                       {{"median_ms", c.median_ms},
-                        {"spread_ms", c.spread_ms},
-                        {"samples", c.samples_ms.size()},
-                        {"source", c.source},
-                        {"noisy", c.noisy}}}});
+    events.push_back(slice(2, 1, c.key(), t, c.median_ms,
+                           {{"median_ms", c.median_ms},
+                            {"spread_ms", c.spread_ms},
+                            {"samples", c.samples_ms.size()},
+                            {"source", c.source},
+                            {"noisy", c.noisy}}));
     t += c.median_ms;
   }
   t = 0;
@@ -86,26 +60,15 @@ void writeChromeTrace(const std::string& path, const formats::Profile& p,
       const formats::Op* op = p.findOp(c.op_id);
       const std::string name = (op ? op->kind : "op") + " reading %" + r.name;
       const double other = c.time_contiguous_ms.value_or(c.time_noncontiguous_ms.value_or(0));
-      events.push_back({{"ph", "X"},
-                        {"pid", 2},
-                        {"tid", 2},
-                        {"name", name + " (as-is)"},
-                        {"ts", us(t)},
-                        {"dur", us(c.time_as_is_ms)},
-                        {"args", {{"layout", r.layout.key()}, {"ms", c.time_as_is_ms}}}});
+      events.push_back(slice(2, 2, name + " (as-is)", t, c.time_as_is_ms,
+                             {{"layout", r.layout.key()}, {"ms", c.time_as_is_ms}}));
       t += c.time_as_is_ms;
-      events.push_back(
-          {{"ph", "X"},
-           {"pid", 2},
-           {"tid", 2},
-           {"name", name + (c.time_contiguous_ms ? " (contiguous)" : " (non-contiguous)")},
-           {"ts", us(t)},
-           {"dur", us(other)},
-           {"args", {{"ms", other}, {"identical_output", c.identical_output}}}});
+      events.push_back(slice(2, 2,
+                             name + (c.time_contiguous_ms ? " (contiguous)" : " (non-contiguous)"),
+                             t, other, {{"ms", other}, {"identical_output", c.identical_output}}));
       t += other;
     }
-  json doc{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  writeFileAtomic(path, doc.dump() + "\n");
+  writeFileAtomic(path, trace::document(std::move(events)));
 }
 
 } // namespace xalloc::profiler

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "xalloc/formats/profile.h"
+#include "xalloc/profiler/consumer_timing.h"
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/progress.h"
@@ -48,12 +49,6 @@ struct ConsumerContext {
 bool measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
                      const at::Tensor& other, bool to_contiguous, formats::ConsumerTiming& c);
 
-/// A consumer timing a slow moment of the machine disturbed: the paired differences spread
-/// (IQR) over more than 8% of the consumer's time, where a quiet measurement spreads 2-4%. Ops
-/// under 50 us are left alone (the timer's grain is a large share of them; xsched's margin
-/// covers them).
-bool disturbed(const formats::ConsumerTiming& c);
-
 /// Re-runs each consumer of each record in isolation (measureConsumer) with the value as it is
 /// and with the other layout: made contiguous for a non-contiguous value; for the output of an
 /// existing aten::contiguous, the conversion's (non-contiguous) input instead. Then measures
@@ -62,14 +57,5 @@ bool disturbed(const formats::ConsumerTiming& c);
 /// in one ran a third slower with its gain lost in the spread.
 void measureRecordConsumers(std::vector<formats::Record>& records, const ConsumerContext& ctx,
                             Progress& progress);
-
-/// Runs a consumer once as it is (`run(false)`) and once with the other layout (`run(true)`)
-/// and records whether the outputs agree. False, with `c.note` saying why, when a run throws
-/// (the other layout refused: `accepts_noncontiguous` is false for a conversion's source).
-bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& run,
-                    bool to_contiguous, formats::ConsumerTiming& c);
-
-/// Fills `c`'s timings from interleaved runs as-is (a) and with the other layout (b).
-void setTimings(const PairedTiming& m, bool to_contiguous, formats::ConsumerTiming& c);
 
 } // namespace xalloc::profiler

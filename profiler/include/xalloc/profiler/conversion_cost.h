@@ -16,8 +16,6 @@
 
 namespace xalloc::profiler {
 
-class TimingDb;
-
 /// The layout of a tensor as the documents describe it.
 formats::Layout layoutOf(const at::Tensor& t);
 
@@ -42,7 +40,7 @@ std::string repeatsTag(int warmup, int repeats);
 /// too (cache sets, pages), so the samples are spread over three placements of the source.
 /// `source` is "model" or "sweep".
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
-                                              int warmup, int repeats, TimingDb* db);
+                                              int warmup, int repeats, TimingStore* db);
 
 /// Paired samples of one layout: its conversion, the plain copy timed right after, their ratio.
 struct PairedSamples {
@@ -71,6 +69,6 @@ struct PassOptions {
 /// median over passes leaves it out. Only one layout is materialized at a time.
 std::vector<formats::ConversionCost>
 measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>& materialize,
-                const PassOptions& o, TimingDb* db);
+                const PassOptions& o, TimingStore* db);
 
 } // namespace xalloc::profiler

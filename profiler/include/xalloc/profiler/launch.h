@@ -18,6 +18,7 @@
 #include <string>
 
 #include "xalloc/formats/profile.h"
+#include "xalloc/math_libraries.h"
 
 namespace xalloc::profiler::launch {
 

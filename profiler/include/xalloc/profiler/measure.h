@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace xalloc::profiler {
@@ -13,6 +15,26 @@ struct TimingStats {
   std::vector<double> samples_ms;
   double median_ms = 0;
   double iqr_ms = 0;
+};
+
+/// One stored measurement: median and spread, the samples, and one auxiliary number (an op's
+/// utilization, for instance).
+struct StoredTiming {
+  TimingStats stats;
+  double aux = 0;
+};
+
+/// Where measurements are kept between runs: measuring code asks it before it measures and
+/// stores what it measured. xprof's timing database (timing_db.h, SQLite) is one; code that
+/// measures depends on this interface only, so the preloaded hook links no database.
+class TimingStore {
+public:
+  virtual ~TimingStore() = default;
+  virtual std::optional<StoredTiming> get(const std::string& key) = 0;
+  /// Every one of `keys` (a measurement stored as several entries), or nothing when one is
+  /// missing.
+  virtual std::optional<std::vector<StoredTiming>> getAll(const std::vector<std::string>& keys) = 0;
+  virtual void put(const std::string& key, const StoredTiming& value) = 0;
 };
 
 /// Median and interquartile range of samples (linear interpolation between order statistics).

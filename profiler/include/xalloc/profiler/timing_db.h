@@ -17,27 +17,19 @@ struct sqlite3_stmt;
 
 namespace xalloc::profiler {
 
-/// One stored measurement: median and spread, the samples, and one auxiliary number (an op's
-/// utilization, for instance).
-struct StoredTiming {
-  TimingStats stats;
-  double aux = 0;
-};
-
-class TimingDb {
+class TimingDb final : public TimingStore {
 public:
   /// Opens (creating the file and its folder if needed) the database at `path`. Throws
   /// InputError when it cannot. `device` and `library` scope every read and write.
   TimingDb(const std::string& path, std::string device, std::string library);
-  ~TimingDb();
+  ~TimingDb() override;
   TimingDb(const TimingDb&) = delete;
   TimingDb& operator=(const TimingDb&) = delete;
 
-  std::optional<StoredTiming> get(const std::string& key);
-  /// Every one of `keys` (a measurement stored as several entries), or nothing when one is
-  /// missing; reading stops at the first miss.
-  std::optional<std::vector<StoredTiming>> getAll(const std::vector<std::string>& keys);
-  void put(const std::string& key, const StoredTiming& value);
+  std::optional<StoredTiming> get(const std::string& key) override;
+  /// Reading stops at the first miss.
+  std::optional<std::vector<StoredTiming>> getAll(const std::vector<std::string>& keys) override;
+  void put(const std::string& key, const StoredTiming& value) override;
   /// Whole documents (a finished profile), scoped like the measurements; not counted in
   /// hits() and misses(), which count measurements.
   std::optional<std::string> getDocument(const std::string& key);

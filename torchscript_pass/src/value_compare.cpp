@@ -1,12 +1,12 @@
 // bitwiseEqual for tensors, lists, tuples, dicts and scalars.
-#include "xalloc/profiler/value_compare.h"
+#include "xalloc/tspass/value_compare.h"
 
 #include <cstring>
 #include <vector>
 
 #include <ATen/ATen.h>
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 namespace {
 bool tensorsEqual(const at::Tensor& a, const at::Tensor& b) {
@@ -87,17 +87,17 @@ bool sameLayoutOf(const c10::IValue& a, const c10::IValue& b) {
     return true;
   }
   if (a.isTuple() && b.isTuple())
-    return xalloc::profiler::sameLayout(a.toTupleRef().elements().vec(),
-                                        b.toTupleRef().elements().vec());
+    return xalloc::tspass::sameLayout(a.toTupleRef().elements().vec(),
+                                      b.toTupleRef().elements().vec());
   if (a.isList() && b.isList())
-    return xalloc::profiler::sameLayout(a.toListRef().vec(), b.toListRef().vec());
+    return xalloc::tspass::sameLayout(a.toListRef().vec(), b.toListRef().vec());
   if (a.isGenericDict() && b.isGenericDict()) {
     std::vector<c10::IValue> va, vb;
     for (const auto& e : a.toGenericDict())
       va.push_back(e.value());
     for (const auto& e : b.toGenericDict())
       vb.push_back(e.value());
-    return xalloc::profiler::sameLayout(va, vb);
+    return xalloc::tspass::sameLayout(va, vb);
   }
   return true;
 }
@@ -121,4 +121,4 @@ bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IVal
   return true;
 }
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

@@ -1,5 +1,5 @@
 // Model warnings: one line each, once per message.
-#include "xalloc/profiler/model_warnings.h"
+#include "xalloc/tspass/model_warnings.h"
 
 #include <cstdio>
 #include <mutex>
@@ -7,7 +7,7 @@
 
 #include <c10/util/Exception.h>
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 void reportModelWarning(const std::string& msg) {
   static std::mutex mu;
@@ -31,4 +31,4 @@ void routeModelWarnings() {
   c10::Warning::set_warning_handler(&handler);
 }
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

@@ -1,5 +1,5 @@
 // Input specs and seeded input tensors.
-#include "xalloc/profiler/inputs.h"
+#include "xalloc/tspass/inputs.h"
 
 #include <optional>
 
@@ -16,7 +16,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 std::vector<std::int64_t> parseShape(const std::string& text, const std::string& flag) {
   std::vector<std::int64_t> shape;
@@ -272,4 +272,4 @@ std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::str
   return {v};
 }
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

@@ -14,7 +14,7 @@ namespace torch::jit {
 struct Module;
 }
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 /// Parses "4x64" (or "4,64"; "" is a scalar tensor). Throws InputError naming `flag`.
 std::vector<std::int64_t> parseShape(const std::string& text, const std::string& flag);
@@ -50,4 +50,4 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
 /// inputs. A file that is not one is an InputError naming `path`.
 std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path);
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

@@ -5,7 +5,7 @@
 
 #include <ATen/core/ivalue.h>
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 /// Same dtype, same sizes, and the same bytes element by element (NaN payloads included;
 /// strides may differ). Lists and tuples compare element-wise; other values by equality.
@@ -15,4 +15,4 @@ bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IVal
 /// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
 bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

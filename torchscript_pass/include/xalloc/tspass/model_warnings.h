@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace xalloc::profiler {
+namespace xalloc::tspass {
 
 /// Prints "warning: the model warns: MSG" on stderr, the first time for each message.
 void reportModelWarning(const std::string& msg);
@@ -13,4 +13,4 @@ void reportModelWarning(const std::string& msg);
 /// through reportModelWarning for the rest of the process.
 void routeModelWarnings();
 
-} // namespace xalloc::profiler
+} // namespace xalloc::tspass

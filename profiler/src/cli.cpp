@@ -1,0 +1,83 @@
+// xprof's flags (cli.h), for xprof-core and its launcher alike.
+#include "xalloc/profiler/cli.h"
+
+#include <CLI/CLI.hpp>
+
+namespace xalloc::profiler {
+
+void defineXprofOptions(CLI::App& app, XprofOptions& o) {
+  ProfileOptions& p = o.profile;
+  app.footer("A libtorch program instead: xprof run [options] -- ./prog args... (xprof run "
+             "--help)");
+  app.add_option("model", p.model, "TorchScript model file (torch.jit.save)")->required();
+  app.add_option("-o,--output", o.output, "write profile.json here (default: stdout)");
+  app.add_option("--method", p.method, "method to profile")->capture_default_str();
+  app.add_option("--load-library", o.op_libraries,
+                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
+                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
+  app.add_option("--input-shape", o.input_shapes,
+                 "shape of an input, e.g. 4x64 (repeat per input; default: the model's "
+                 "xalloc/example_inputs.json)");
+  app.add_option("--input-dtype", o.input_dtypes, "dtype of an input (float32, int64, ...)");
+  app.add_option("--input-range", o.input_ranges,
+                 "LOW:HIGH for an input (integers: uniform in [LOW, HIGH))");
+  app.add_option("--input-file", p.input_file,
+                 "inputs saved with torch.save (a tensor, or a tuple or list of them)");
+  app.add_option("--iterations", p.iterations, "timed runs of the whole model")
+      ->capture_default_str();
+  app.add_option("--warmup", p.warmup, "untimed runs before measuring")->capture_default_str();
+  app.add_option("--repeats", p.repeats, "repetitions of each isolated measurement")
+      ->capture_default_str();
+  app.add_option("--threads", p.threads, "intra-op threads (0: libtorch's default)")
+      ->capture_default_str();
+  app.add_option("--seed", p.seed, "seed of the random example inputs")->capture_default_str();
+  app.add_flag("--sweep", p.sweep,
+               "also measure a synthetic sweep of non-contiguous layouts for the cost model");
+  app.add_option("--sweep-count", p.sweep_count, "layouts in the sweep")->capture_default_str();
+  app.add_option(
+      "--sweep-max-bytes", o.sweep_max,
+      "largest layout of the sweep, e.g. 64M (default: 256M, or less on small machines)");
+  app.add_option("--db", p.db_path, "timing database (default: ~/.cache/xalloc/timings.sqlite)");
+  app.add_flag_callback(
+      "--no-db", [&p] { p.use_db = false; },
+      "measure everything; neither read nor write the timing database");
+  app.add_option("--trace", p.trace_path, "also write a Chrome/Perfetto trace here");
+  app.add_flag_callback(
+      "--no-consumers", [&p] { p.measure_consumers = false; },
+      "skip re-running consumers (faster, no savings)");
+  app.add_flag("-q,--quiet", o.quiet, "no summary line on stderr");
+}
+
+void defineXprofRunOptions(CLI::App& app, XprofRunOptions& o) {
+  RunOptions& r = o.run;
+  app.add_option("-o,--output", o.output, "write profile.json here (default: stdout)");
+  app.add_option("--iterations", r.iterations, "calls measured per call site")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", r.warmup, "untimed runs before each isolated measurement")
+      ->capture_default_str();
+  app.add_option("--repeats", r.repeats, "repetitions of each isolated measurement")
+      ->capture_default_str();
+  app.add_flag_callback(
+      "--no-consumers", [&r] { r.measure_consumers = false; },
+      "skip re-running consumers (faster, no savings)");
+  app.add_option("--base-dir", r.base_dir,
+                 "write source paths relative to this folder (default: the current one)");
+  app.add_option("-p,--build-dir", o.build_dir,
+                 "compile_commands.json's folder: complete each call site's anchor with Clang "
+                 "(expression text, function, ordinal) so schedules survive edits above it");
+  app.add_option("--hook", r.hook, "the hook library (default: libxprof_hook.so beside xprof)");
+  app.add_flag("-q,--quiet", o.quiet, "no summary line on stderr");
+  app.footer("The program and its arguments follow the options (after --): xprof run -o "
+             "profile.json -- ./prog --steps 10");
+  app.prefix_command(); // everything from the program's name on is the program's
+}
+
+void takeProgram(CLI::App& app, XprofRunOptions& o) {
+  o.run.command = app.remaining();
+  if (!o.run.command.empty() && o.run.command.front() == "--")
+    o.run.command.erase(o.run.command.begin());
+  o.run.program_stdout_to_stderr = o.output.empty() || o.output == "-";
+}
+
+} // namespace xalloc::profiler

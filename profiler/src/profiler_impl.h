@@ -1,0 +1,137 @@
+// xprof's engine for a TorchScript model (profileModel), as one class whose work is split over
+// four files: profiler.cpp (the run, its inputs), profile_cache.cpp (the timing database: its
+// scope, finished profiles, the launcher's answer, timelines), op_timing.cpp (running the graph
+// and timing each op) and records.cpp (value records, conversions, the sweep, consumers).
+// Internal to the profiler.
+#pragma once
+
+#include "xalloc/profiler/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/version.h>
+
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
+#include "xalloc/profiler/consumers.h"
+#include "xalloc/profiler/conversion_cost.h"
+#include "xalloc/profiler/device_info.h"
+#include "xalloc/profiler/graph_runner.h"
+#include "xalloc/profiler/idle_windows.h"
+#include "xalloc/profiler/launch.h"
+#include "xalloc/profiler/measure.h"
+#include "xalloc/profiler/progress.h"
+#include "xalloc/profiler/signature.h"
+#include "xalloc/profiler/sweep.h"
+#include "xalloc/profiler/timing_db.h"
+#include "xalloc/profiler/trace.h"
+#include "xalloc/torch_compat.h"
+#include "xalloc/tspass/constants.h"
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/linear.h"
+#include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/mutation.h"
+#include "xalloc/version.h"
+
+namespace xalloc::profiler::detail {
+
+using formats::Record;
+using torch::jit::Node;
+using torch::jit::Value;
+
+// The version of how xprof measures: raised whenever a change makes stored measurements
+// incomparable with new ones, so that the database never mixes the two.
+// 4: ops numbered on the model passed through the serializer (tspass::canonicalize).
+inline constexpr int kMeasureMethod = 4;
+// The version of what xprof concludes from its measurements (records, safety judgements):
+// raised when the same measurements would make a different profile, so that a finished
+// profile stored before is not handed back. 2: tensor attributes alias by storage.
+// 3: values computed from constants alone have origin "constant". 4: module_storage.
+// 5: ops say how many times they ran (runs). 6: attributes the graph assigns hold what it
+// assigns them (tspass::MutationInfo); a loop's values are those of its heaviest trip.
+// 7: conversion costs say what a fresh output costs (allocation_ms); loop values say what their
+// trips add up to (runs_by_bytes).
+inline constexpr int kProfileAnalysis = 7;
+// Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
+inline constexpr int kSweepPasses = 3;
+
+class Profiler {
+public:
+  explicit Profiler(const ProfileOptions& o) : o_(o), progress_(o.progress) {}
+
+  formats::Profile run();
+
+private:
+  void prepareInputs(tspass::LoadedModel& model);
+
+  // The device fingerprint scopes the database: measurements from another CPU, core count,
+  // thread count or cache size never count here, nor those taken on another BLAS (Debian's
+  // reference BLAS and OpenBLAS differ ten-fold in a linear, and in its output bits).
+  void openDb();
+
+  // A finished profile is reused whole when the model's bytes, the inputs and every setting
+  // that shapes the profile are the same (device and library scope the database as always):
+  // the same graph on the same inputs takes the same path and sees the same layouts, so the
+  // capture run and the correctness checks would give the same answers. A trace needs the
+  // timeline run, so --trace always profiles.
+  std::string profileKey() const;
+
+  std::optional<formats::Profile> cachedProfile(const std::string& key);
+
+  // Run by xprof's launcher: tell it where this invocation's finished profile is.
+  void answerLauncher(const std::string& memo_key);
+
+  double cachedBandwidth();
+
+  // One run of the whole graph; a failure of the model itself becomes a clear InputError.
+  void runModel(const GraphRunner::Options& options, GraphRunner::Trace* trace);
+
+  std::vector<c10::IValue> inputsOf(const Node* n, const GraphRunner::Trace& t) const;
+
+  // Per-op median wall time over `iterations` runs and utilization from process CPU time, both
+  // reused from the database when every executed op is there; then one timeline run for the
+  // start times and the gaps between ops.
+  void timeOps(const GraphRunner::Trace& capture);
+
+  static std::map<std::string, std::vector<std::size_t>>
+  groupByKey(const std::vector<std::string>& keys);
+
+  // A timeline is stored as two entries whose samples are the ops' start times and durations.
+  bool loadTimeline(const std::string& key, std::size_t n, GraphRunner::Trace& line);
+
+  void storeTimeline(const std::string& key, const GraphRunner::Trace& line);
+
+  void buildRecords(const GraphRunner::Trace& t, const tspass::MutationInfo& mutation);
+
+  void measureConversions(const GraphRunner::Trace& t);
+
+  void measureSweep();
+
+  void measureConsumers(const GraphRunner::Trace& t);
+
+  const ProfileOptions& o_;
+  Progress progress_;
+  formats::Profile p_;
+  std::shared_ptr<torch::jit::Graph> graph_;
+  std::vector<tspass::ExposedLinear> exposed_;
+  std::unique_ptr<tspass::GraphIndex> index_;
+  std::unique_ptr<GraphRunner> runner_;
+  std::unique_ptr<TimingDb> db_;
+  std::string db_device_, db_library_; // its scope (xprof's launcher reads the profile there)
+  std::vector<c10::IValue> inputs_;
+  std::string input_file_sha256_; // "" without --input-file
+  std::vector<OpTiming> timeline_;
+};
+
+} // namespace xalloc::profiler::detail
