@@ -177,7 +177,7 @@ int runXcost(const XcostOptions& o) {
   cost.tool_version = kVersion;
   if (!o.test.empty())
     testCost(cost, formats::loadProfile(o.test));
-  emitDocument(o.output, set.documents(), formats::toJson(cost));
+  formats::emitDocument(o.output, set.documents(), formats::toJson(cost));
   if (o.report) {
     bool doc_on_stdout = o.output.empty() || o.output == "-";
     (doc_on_stdout ? std::cerr : std::cout) << reportTable(cost);

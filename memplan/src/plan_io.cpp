@@ -40,7 +40,7 @@ std::vector<TensorSpec> readTensors(const formats::JsonReader& r) {
 std::vector<TensorSpec> tensorsFromProfile(const formats::Profile& p) {
   std::map<std::int64_t, TensorSpec> by_storage;
   for (const auto& r : p.records) {
-    if (r.origin == "attribute" || r.storage_bytes == 0)
+    if (r.origin == formats::Origin::Attribute || r.storage_bytes == 0)
       continue;
     auto [it, fresh] = by_storage.try_emplace(r.storage_id);
     TensorSpec& t = it->second;

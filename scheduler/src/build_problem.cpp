@@ -37,7 +37,7 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
     b.problem.base_live[t] = live += diff[t];
   b.problem.memory_budget = o.memory_budget_bytes;
   // Only the runtime runs a conversion on a side worker: a portable plan has no async.
-  if (o.allow_async && o.form == "fast")
+  if (o.allow_async && o.form == formats::RewriteForm::Fast)
     for (const auto& w : p.gpu_idle_events) {
       b.window_ids.push_back(w.id);
       b.problem.window_capacity.push_back(windowCapacity(w, o));

@@ -19,7 +19,7 @@ std::string fmtMs(double ms) {
 
 std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
                                                  const std::vector<Candidate>& cands) {
-  const bool program = p.model.format == "libtorch-program";
+  const bool program = p.model.format == formats::ModelFormat::LibtorchProgram;
   std::vector<std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < cands.size(); ++i) {
     const Decision& d = cands[i].decision;

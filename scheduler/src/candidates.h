@@ -23,6 +23,7 @@ struct Candidate {
   /// cannot be judged. Otherwise a `none` only says the gain is too small to be sure of.
   bool veto = false;
   formats::Action edit = formats::Action::Sync; // the site's edit: sync, or remove a conversion
+  const char* rule = "";                        // the rule that gave the verdict (rules/rules.def)
 };
 
 /// "0.1234 ms"

@@ -86,7 +86,7 @@ std::string explainSchedule(const formats::Schedule& s) {
         output = " [" + std::to_string(d.output_index) + "]";
       // A model's module path tells apart sites that share their source (every nn.Linear's
       // is linear.py:114); a program's scope is its function, already in the anchor.
-      if (s.model.format == "torchscript" && !op->scope.empty())
+      if (s.model.format == formats::ModelFormat::TorchScript && !op->scope.empty())
         expr = op->scope + ": " + expr;
     }
     if (auto slash = where.rfind('/'); slash != std::string::npos)

@@ -34,7 +34,8 @@ Storages storagesOf(const Profile& p) {
     s.positions = std::max(s.positions, op.id + 1);
   for (const Record& r : p.records) {
     s.positions = std::max(s.positions, r.last_use + 1);
-    if (r.origin == "attribute" || r.origin == "constant" || r.module_storage)
+    if (r.origin == formats::Origin::Attribute || r.origin == formats::Origin::Constant ||
+        r.module_storage)
       continue; // weights, buffers, constants and their views live for the whole program
     auto [it, fresh] = s.intervals.try_emplace(
         r.storage_id, memplan::Interval{r.first_use, r.last_use, r.storage_bytes});
@@ -56,7 +57,7 @@ const formats::IdleEvent* findWindow(const Profile& p, std::int64_t id) {
 // The converted copy of a sync or async decision: from its allocation to the value's last use.
 std::optional<memplan::Interval> copyInterval(const Profile& p, const Decision& d) {
   const Record* r = p.findRecord(d.value_id);
-  if (!r || d.consumers.empty() || r->origin == "constant")
+  if (!r || d.consumers.empty() || r->origin == formats::Origin::Constant)
     return std::nullopt; // a constant's copy is made once, into the model: no activation
   auto [lo, hi] = std::minmax_element(d.consumers.begin(), d.consumers.end());
   std::int64_t first = *lo;

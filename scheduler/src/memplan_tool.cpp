@@ -2,6 +2,7 @@
 // the plan is to the lower bound.
 #include <nlohmann/json.hpp>
 
+#include "xalloc/bytes.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/formats/json_reader.h"
@@ -17,12 +18,8 @@ int runMemplan(const MemplanOptions& o) {
   if (o.alignment < 1)
     throw InputError("xsched memplan", "--alignment must be at least 1");
   std::optional<std::int64_t> budget;
-  if (o.budget) {
-    budget = parseBytes(*o.budget);
-    if (!budget)
-      throw InputError("xsched memplan", "--budget: cannot read '" + *o.budget +
-                                             "' as a byte count (e.g. 1048576, 512M, 2G)");
-  }
+  if (o.budget)
+    budget = requireByteSize(*o.budget, "xsched memplan", "--budget");
   const bool from_stdin = inputIsStdin("xsched memplan", o.input, "a tensor list or profile.json");
   auto set = formats::DocumentSet::read(from_stdin ? "-" : o.input);
   std::vector<memplan::TensorSpec> tensors;

@@ -1,33 +1,22 @@
 // planTrace: the schedule as a Chrome/Perfetto trace: compute ops, idle windows, and the
 // conversions the plan adds (async ones on a side-worker track, sync ones before their consumer).
-#include <cmath>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "xalloc/scheduler/decide.h"
+#include "xalloc/trace_event.h"
 
 namespace xalloc::scheduler {
 
 using nlohmann::json;
 
 namespace {
-double us(double ms) {
-  return std::round(ms * 1e6) / 1000;
-}
-
 json meta(int tid, const char* what, const std::string& name) {
-  return json{{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", what}, {"args", {{"name", name}}}};
+  return trace::meta(1, tid, what, name);
 }
-
 json slice(int tid, const std::string& name, double start_ms, double dur_ms, json args) {
-  return json{{"ph", "X"},
-              {"pid", 1},
-              {"tid", tid},
-              {"name", name},
-              {"ts", us(start_ms)},
-              {"dur", us(dur_ms)},
-              {"args", std::move(args)}};
+  return trace::slice(1, tid, name, start_ms, dur_ms, std::move(args));
 }
 } // namespace
 
@@ -72,8 +61,7 @@ std::string planTraceJson(const formats::Schedule& s) {
       events.push_back(slice(4, name, at - d.predicted_cost_ms, d.predicted_cost_ms, args));
     }
   }
-  json doc{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  return doc.dump() + "\n";
+  return trace::document(std::move(events));
 }
 
 } // namespace xalloc::scheduler

@@ -1,12 +1,12 @@
 // xsched: read a profile and a cost model, decide every site, write schedule.json.
 #include "xalloc/scheduler/tool.h"
 
-#include <cctype>
 #include <cstdint>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "xalloc/bytes.h"
 #include "xalloc/costfit/stride.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
@@ -16,48 +16,6 @@
 #include "xalloc/version.h"
 
 namespace xalloc::scheduler {
-
-std::optional<std::int64_t> parseBytes(const std::string& text) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
-    return std::nullopt;
-  std::size_t pos = 0;
-  long double value = 0;
-  try {
-    value = std::stold(text, &pos);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string suffix = text.substr(pos);
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b'))
-    suffix.pop_back();
-  if (suffix.size() == 2 && (suffix[1] == 'i' || suffix[1] == 'I'))
-    suffix.pop_back();
-  long double mult = 1;
-  if (suffix.size() > 1)
-    return std::nullopt;
-  if (!suffix.empty()) {
-    switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-    case 'K':
-      mult = 1024.0L;
-      break;
-    case 'M':
-      mult = 1024.0L * 1024;
-      break;
-    case 'G':
-      mult = 1024.0L * 1024 * 1024;
-      break;
-    case 'T':
-      mult = 1024.0L * 1024 * 1024 * 1024;
-      break;
-    default:
-      return std::nullopt;
-    }
-  }
-  long double bytes = value * mult;
-  if (bytes < 0 || bytes > 9.0e18L)
-    return std::nullopt;
-  return static_cast<std::int64_t>(bytes);
-}
 
 namespace {
 // A cost.json from an older xprof has its model's conversions timed into a reused buffer only:
@@ -80,10 +38,7 @@ int runXsched(const XschedOptions& o) {
   so.min_relative_gain = o.min_relative_gain;
   so.min_model_gain = o.min_model_gain;
   if (o.memory_budget) {
-    so.memory_budget_bytes = parseBytes(*o.memory_budget);
-    if (!so.memory_budget_bytes)
-      throw InputError("xsched", "--memory-budget: cannot read '" + *o.memory_budget +
-                                     "' as a byte count (e.g. 1048576, 512M, 2G)");
+    so.memory_budget_bytes = requireByteSize(*o.memory_budget, "xsched", "--memory-budget");
   }
   if (o.min_gain_ms < 0 || o.z < 0 || o.min_relative_gain < 0 || o.min_model_gain < 0)
     throw InputError("xsched", "--min-gain-ms, --min-relative-gain and --z must be non-negative");
@@ -95,9 +50,11 @@ int runXsched(const XschedOptions& o) {
     throw InputError("xsched", "--node-limit and --time-limit-ms must be positive");
   so.window_safety = o.window_safety;
   so.async_workers = o.async_workers;
-  if (!formats::isRewriteForm(o.form))
-    throw InputError("xsched", "--form must be 'portable' or 'fast', not '" + o.form + "'");
-  so.form = o.form;
+  const auto form = formats::fromString<formats::RewriteForm>(o.form);
+  if (!form)
+    throw InputError("xsched", "--form must be " + formats::namesOf<formats::RewriteForm>() +
+                                   ", not '" + o.form + "'");
+  so.form = *form;
   so.allow_async = !o.no_async;
   if (!(o.async_overhead_ms >= 0))
     throw InputError("xsched", "--async-overhead-ms must be non-negative");
@@ -142,7 +99,7 @@ int runXsched(const XschedOptions& o) {
   std::vector<nlohmann::json> passthrough;
   if (stream)
     passthrough = stream->documents();
-  emitDocument(o.output, passthrough, formats::toJson(schedule));
+  formats::emitDocument(o.output, passthrough, formats::toJson(schedule));
   if (o.explain) {
     bool doc_on_stdout = o.output.empty() || o.output == "-";
     (doc_on_stdout ? std::cerr : std::cout) << explainSchedule(schedule);

@@ -19,12 +19,27 @@ namespace xalloc::scheduler {
 /// reuse (xalloc::runtime::kHugePageOutputBytes), so they pay no fresh output after the first.
 inline constexpr std::int64_t kFastFormReusedOutputBytes = std::int64_t{4} << 20;
 
+/// One site as the per-site rules decided it, before the solver weighs sites together: the
+/// verdict and the rule that gave it (its name in scheduler/src/rules/rules.def).
+struct SiteVerdict {
+  std::int64_t value_id = 0;
+  formats::Action action = formats::Action::None;
+  bool veto = false; // ruled out whatever it gains (else only too small to be sure of)
+  std::string rule;
+};
+
+struct SchedOptions;
+
+/// The per-site verdicts of a profile, in the order of its records.
+std::vector<SiteVerdict> siteVerdicts(const formats::Profile& p, const formats::Cost& cost,
+                                      const SchedOptions& o);
+
 struct SchedOptions {
   /// The rewrite the plan is for. "portable": every conversion is an aten::contiguous, which
   /// pays for a fresh output (allocation, and first touches of newly mapped pages), and there is
   /// no async. "fast": the runtime's conversions, which reuse large outputs, and async ones in
   /// idle windows.
-  std::string form = "portable";
+  formats::RewriteForm form = formats::RewriteForm::Portable;
   /// A decision must gain at least this much (ms) ...
   double min_gain_ms = 0.001;
   /// ... and more than `z` standard errors of the measurements it rests on ...

@@ -41,7 +41,4 @@ struct MemplanOptions {
 
 int runMemplan(const MemplanOptions& options);
 
-/// Parses a byte count with an optional K/M/G/T suffix (powers of 1024). nullopt if malformed.
-std::optional<std::int64_t> parseBytes(const std::string& text);
-
 } // namespace xalloc::scheduler

@@ -1,4 +1,6 @@
-// The static planner's heuristics, lower bound, verifier and budget check.
+// The static planner's heuristics: placement orders (size, breadth, area), the local search
+// over orders, replay through the best-fit allocator, the no-reuse baseline, and planMemory,
+// which keeps the best of them.
 #include "xalloc/memplan/planner.h"
 
 #include <algorithm>
@@ -14,204 +16,15 @@
 #include "xalloc/memplan/best_fit.h"
 #include "xalloc/memplan/liveness.h"
 
+#include "placement.h"
+
 namespace xalloc::memplan {
 
-OutOfMemory::OutOfMemory(std::int64_t needed, std::int64_t lower_bound, std::int64_t budget)
-    : Error("out of memory: the plan needs " + std::to_string(needed) +
-            " bytes (no plan can use less than " + std::to_string(lower_bound) +
-            ") but the budget is " + std::to_string(budget) + " bytes"),
-      needed_(needed), budget_(budget) {}
-
-namespace {
-
-std::int64_t alignmentOf(const TensorSpec& t, const PlanOptions& o) {
-  return t.alignment > 0 ? t.alignment : o.alignment;
-}
-
-// Bytes a tensor occupies in the workspace: its size rounded up to its alignment.
-std::int64_t footprint(const TensorSpec& t, const PlanOptions& o) {
-  return alignUp(t.size, alignmentOf(t, o));
-}
-
-// Compressed time: the distinct first_op values and last_op + 1 values, so that the set of live
-// tensors is constant between consecutive points.
-struct TimeAxis {
-  std::vector<std::int64_t> points;
-  explicit TimeAxis(const std::vector<TensorSpec>& ts) {
-    points.reserve(ts.size() * 2);
-    for (const auto& t : ts) {
-      points.push_back(t.first_op);
-      points.push_back(t.last_op + 1);
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
-  }
-  std::size_t size() const { return points.size(); }
-  // Index of the interval [points[i], points[i+1]) holding time t.
-  std::size_t at(std::int64_t t) const {
-    return static_cast<std::size_t>(std::upper_bound(points.begin(), points.end(), t) -
-                                    points.begin()) -
-           1;
-  }
-};
-
-// Placed tensors, queryable by "which of them are alive at some time in [first, last]": the
-// ones alive at `first` (a segment tree answers point stabbing in O(log T + k)) plus the ones that
-// start inside (first, last] (per-slot lists, with a bitmap to skip empty slots 64 at a time).
-// Lists are intrusive (index arrays), so inserting allocates nothing per node.
-class LiveIndex {
-public:
-  explicit LiveIndex(std::size_t slots, std::size_t expected) : n_(1) {
-    while (n_ < std::max<std::size_t>(slots, 1))
-      n_ <<= 1;
-    tree_head_.assign(2 * n_, -1);
-    start_head_.assign(n_, -1);
-    start_bits_.assign(n_ / 64 + 1, 0);
-    next_.reserve(expected * 4);
-    id_.reserve(expected * 4);
-  }
-  void insert(int id, std::size_t a, std::size_t b) { // slots [a, b] inclusive
-    push(start_head_[a], id);
-    start_bits_[a / 64] |= std::uint64_t{1} << (a % 64);
-    for (std::size_t lo = a + n_, hi = b + n_ + 1; lo < hi; lo >>= 1, hi >>= 1) {
-      if (lo & 1)
-        push(tree_head_[lo++], id);
-      if (hi & 1)
-        push(tree_head_[--hi], id);
-    }
-  }
-  template <class F> void forOverlapping(std::size_t a, std::size_t b, F&& f) const {
-    for (std::size_t node = a + n_; node >= 1; node >>= 1)
-      for (int e = tree_head_[node]; e >= 0; e = next_[static_cast<std::size_t>(e)])
-        f(id_[static_cast<std::size_t>(e)]);
-    for (std::size_t slot = a + 1; slot <= b;) {
-      std::uint64_t word = start_bits_[slot / 64] >> (slot % 64);
-      if (word == 0) {
-        slot = (slot / 64 + 1) * 64;
-        continue;
-      }
-      slot += static_cast<std::size_t>(__builtin_ctzll(word));
-      if (slot > b)
-        break;
-      for (int e = start_head_[slot]; e >= 0; e = next_[static_cast<std::size_t>(e)])
-        f(id_[static_cast<std::size_t>(e)]);
-      ++slot;
-    }
-  }
-
-private:
-  void push(int& head, int id) {
-    next_.push_back(head);
-    id_.push_back(id);
-    head = static_cast<int>(next_.size()) - 1;
-  }
-  std::size_t n_;
-  std::vector<int> tree_head_, start_head_, next_, id_;
-  std::vector<std::uint64_t> start_bits_;
-};
-
-// Places tensors in `order` at the smallest gap (among tensors overlapping in time) that holds
-// them, or above all of them. Pinned tensors are placed first at their offsets.
-Plan placeBestGap(const std::vector<TensorSpec>& ts, const std::vector<int>& order,
-                  const PlanOptions& o, const std::string& name, bool first_fit = false) {
-  Plan plan;
-  plan.heuristic = name;
-  const std::size_t n = ts.size();
-  plan.offsets.assign(n, 0);
-  TimeAxis axis(ts);
-  // Per-tensor facts computed once: footprint, alignment and time slots.
-  std::vector<std::int64_t> fp(n), al(n);
-  std::vector<std::size_t> sa(n), sb(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    al[i] = alignmentOf(ts[i], o);
-    fp[i] = alignUp(ts[i].size, al[i]);
-    sa[i] = axis.at(ts[i].first_op);
-    sb[i] = axis.at(ts[i].last_op);
-  }
-  LiveIndex index(axis.size(), n);
-  std::vector<char> placed(n, 0);
-  auto place = [&](std::size_t i, std::int64_t offset) {
-    plan.offsets[i] = offset;
-    placed[i] = 1;
-    index.insert(static_cast<int>(i), sa[i], sb[i]);
-    plan.workspace_bytes = std::max(plan.workspace_bytes, offset + fp[i]);
-  };
-  for (std::size_t i = 0; i < n; ++i)
-    if (ts[i].fixed_offset)
-      place(i, *ts[i].fixed_offset);
-  std::vector<std::pair<std::int64_t, std::int64_t>> busy; // (offset, end) of overlapping tensors
-  for (int oi : order) {
-    const auto i = static_cast<std::size_t>(oi);
-    if (placed[i] || fp[i] == 0)
-      continue;
-    busy.clear();
-    index.forOverlapping(sa[i], sb[i], [&](int j) {
-      const std::int64_t off = plan.offsets[static_cast<std::size_t>(j)];
-      busy.emplace_back(off, off + fp[static_cast<std::size_t>(j)]);
-    });
-    std::sort(busy.begin(), busy.end());
-    std::int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
-    for (const auto& [start, end] : busy) {
-      if (start > cursor && start - cursor < best_gap) {
-        const std::int64_t at = alignUp(cursor, al[i]);
-        if (at + fp[i] <= start) {
-          best = at;
-          best_gap = start - cursor;
-          if (first_fit)
-            break;
-        }
-      }
-      cursor = std::max(cursor, end);
-    }
-    place(i, best >= 0 ? best : alignUp(cursor, al[i]));
-  }
-  return plan;
-}
-
-std::vector<int> identity(std::size_t n) {
-  std::vector<int> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
-} // namespace
-
-std::string validateTensors(const std::vector<TensorSpec>& ts) {
-  std::unordered_set<std::string> ids;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    const auto& t = ts[i];
-    const std::string who = "tensor '" + t.id + "'";
-    if (t.size < 0)
-      return who + " has a negative size";
-    if (t.first_op < 0)
-      return who + " has a negative first_op";
-    if (t.last_op < t.first_op)
-      return who + ": last_op " + std::to_string(t.last_op) + " is before first_op " +
-             std::to_string(t.first_op);
-    if (t.alignment < 0)
-      return who + " has a negative alignment";
-    if (t.fixed_offset && *t.fixed_offset < 0)
-      return who + " has a negative fixed offset";
-    if (!ids.insert(t.id).second)
-      return "duplicate tensor id '" + t.id + "'";
-  }
-  // Pinned tensors must not collide with each other: check them as a plan of their own.
-  std::vector<TensorSpec> pinned;
-  Plan pins;
-  for (const auto& t : ts)
-    if (t.fixed_offset) {
-      pinned.push_back(t);
-      pins.offsets.push_back(*t.fixed_offset);
-      pins.workspace_bytes = std::max(pins.workspace_bytes, *t.fixed_offset + t.size);
-    }
-  PlanOptions raw;
-  raw.alignment = 1; // the caller chose these offsets; only overlaps matter here
-  for (auto& t : pinned)
-    t.alignment = 1;
-  if (std::string clash = verifyPlan(pinned, pins, raw); !clash.empty())
-    return "pinned " + clash;
-  return "";
-}
+using detail::alignmentOf;
+using detail::footprint;
+using detail::identity;
+using detail::placeBestGap;
+using detail::TimeAxis;
 
 Plan planBestGapInOrder(const std::vector<TensorSpec>& ts, const std::vector<int>& order,
                         const PlanOptions& o, const std::string& name, bool first_fit) {
@@ -497,64 +310,6 @@ Plan planMemory(const std::vector<TensorSpec>& ts, const PlanOptions& o) {
     XALLOC_EXPECTS(problem.empty(), "planner produced an invalid plan: " + problem);
   }
   return result;
-}
-
-std::string verifyPlan(const std::vector<TensorSpec>& ts, const Plan& plan, const PlanOptions& o) {
-  if (plan.offsets.size() != ts.size())
-    return "the plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
-           std::to_string(ts.size()) + " tensors";
-  std::vector<int> order;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    const auto& t = ts[i];
-    const std::int64_t off = plan.offsets[i];
-    if (off < 0 || off % alignmentOf(t, o) != 0)
-      return "tensor '" + t.id + "' has a misaligned offset " + std::to_string(off);
-    if (t.fixed_offset && off != *t.fixed_offset)
-      return "pinned tensor '" + t.id + "' moved to " + std::to_string(off);
-    if (footprint(t, o) == 0)
-      continue;
-    if (off + footprint(t, o) > plan.workspace_bytes)
-      return "tensor '" + t.id + "' ends past the workspace";
-    order.push_back(static_cast<int>(i));
-  }
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return ts[static_cast<std::size_t>(a)].first_op < ts[static_cast<std::size_t>(b)].first_op;
-  });
-  // Sweep over time: the tensors alive now, by offset. Live tensors never overlap, so checking a
-  // new tensor against its neighbours by offset checks it against all of them.
-  std::map<std::int64_t, int> active; // offset -> tensor
-  using Ending = std::pair<std::int64_t, int>;
-  std::priority_queue<Ending, std::vector<Ending>, std::greater<>> ending;
-  for (int i : order) {
-    const auto& t = ts[static_cast<std::size_t>(i)];
-    while (!ending.empty() && ending.top().first < t.first_op) {
-      active.erase(plan.offsets[static_cast<std::size_t>(ending.top().second)]);
-      ending.pop();
-    }
-    const std::int64_t off = plan.offsets[static_cast<std::size_t>(i)];
-    const std::int64_t end = off + footprint(t, o);
-    auto next = active.lower_bound(off);
-    auto clash = [&](int j) {
-      return "tensors '" + ts[static_cast<std::size_t>(j)].id + "' and '" + t.id +
-             "' are alive at the same time and overlap";
-    };
-    if (next != active.end() && next->first < end)
-      return clash(next->second);
-    if (next != active.begin()) {
-      auto prev = std::prev(next);
-      const auto& u = ts[static_cast<std::size_t>(prev->second)];
-      if (prev->first + footprint(u, o) > off)
-        return clash(prev->second);
-    }
-    active.emplace(off, i);
-    ending.emplace(t.last_op, i);
-  }
-  return "";
-}
-
-void requireWithinBudget(const Plan& plan, std::int64_t budget) {
-  if (plan.workspace_bytes > budget)
-    throw OutOfMemory(plan.workspace_bytes, plan.lower_bound_bytes, budget);
 }
 
 } // namespace xalloc::memplan

@@ -1,0 +1,12 @@
+// no-gain: no consumer runs faster with a contiguous input.
+#include "rule.h"
+
+namespace xalloc::scheduler::rules {
+
+std::optional<Verdict> noGain(const SyncSite& s) {
+  if (s.worth() || s.saving > 0)
+    return std::nullopt;
+  return notWorth(s, "no consumer is faster with a contiguous input");
+}
+
+} // namespace xalloc::scheduler::rules

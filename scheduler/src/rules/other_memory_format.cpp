@@ -1,0 +1,14 @@
+// other-memory-format: `.contiguous(memory_format=torch.channels_last)` and the like are a real
+// change of layout, which no rewriter removes (only plain `.contiguous()` calls).
+#include "rule.h"
+
+namespace xalloc::scheduler::rules {
+
+std::optional<Verdict> otherMemoryFormat(const RemoveSite& s) {
+  if (s.record.contiguous)
+    return std::nullopt;
+  return blocked("it converts to another memory format, not to row-major; only plain "
+                 ".contiguous() calls are removed");
+}
+
+} // namespace xalloc::scheduler::rules

@@ -1,0 +1,108 @@
+// The rules' registry: rules.def, in priority order, turned into the three tables.
+#include "rule.h"
+
+#include <set>
+
+#include "../candidates.h"
+
+namespace xalloc::scheduler::rules {
+
+#define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
+#define REMOVE_RULE(name, check) std::optional<Verdict> check(const RemoveSite&);
+#define EDIT_RULE(name, check) std::optional<std::string> check(const Edited&);
+#include "rules.def"
+#undef SYNC_RULE
+#undef REMOVE_RULE
+#undef EDIT_RULE
+
+#define SYNC_RULE(name, check) {name, check},
+#define REMOVE_RULE(name, check)
+#define EDIT_RULE(name, check)
+const std::vector<Registered<SyncRule>>& syncRules() {
+  static const std::vector<Registered<SyncRule>> rules = {
+#include "rules.def"
+  };
+  return rules;
+}
+#undef SYNC_RULE
+#undef REMOVE_RULE
+
+#define SYNC_RULE(name, check)
+#define REMOVE_RULE(name, check) {name, check},
+const std::vector<Registered<RemoveRule>>& removeRules() {
+  static const std::vector<Registered<RemoveRule>> rules = {
+#include "rules.def"
+  };
+  return rules;
+}
+#undef REMOVE_RULE
+#undef EDIT_RULE
+
+#define REMOVE_RULE(name, check)
+#define EDIT_RULE(name, check) {name, check},
+const std::vector<Registered<EditRule>>& editRules() {
+  static const std::vector<Registered<EditRule>> rules = {
+#include "rules.def"
+  };
+  return rules;
+}
+#undef SYNC_RULE
+#undef REMOVE_RULE
+#undef EDIT_RULE
+
+std::string ms(double value) {
+  return fmtMs(value);
+}
+
+std::string withAllocation(double allocation_ms) {
+  if (!(allocation_ms >= 0.0005))
+    return "";
+  return " (of which " + ms(allocation_ms) + " for its fresh output)";
+}
+
+const char* marginName(bool is_floor) {
+  return is_floor ? "the smallest gain worth an edit" : "the noise margin";
+}
+
+bool OpKinds::readsOnlySizes(std::int64_t op_id) const {
+  static const std::set<std::string> kinds = {"aten::size",
+                                              "aten::dim",
+                                              "aten::numel",
+                                              "aten::len",
+                                              "prim::device",
+                                              "prim::dtype",
+                                              "prim::layout",
+                                              "prim::requires_grad",
+                                              "prim::shape",
+                                              "prim::is_cuda",
+                                              "aten::is_floating_point"};
+  const formats::Op* op = profile.findOp(op_id);
+  return op && kinds.count(op->kind);
+}
+
+bool OpKinds::allViews(const std::vector<std::int64_t>& ops) const {
+  static const std::set<std::string> views = {
+      "aten::view",    "aten::reshape",    "aten::transpose", "aten::permute", "aten::t",
+      "aten::select",  "aten::slice",      "aten::narrow",    "aten::expand",  "aten::unsqueeze",
+      "aten::squeeze", "aten::as_strided", "aten::unflatten", "aten::split",   "aten::chunk"};
+  for (std::int64_t id : ops) {
+    const formats::Op* op = profile.findOp(id);
+    if (!op || !views.count(op->kind))
+      return false;
+  }
+  return true;
+}
+
+bool OpKinds::anyReshape(const std::vector<std::int64_t>& ops) const {
+  for (std::int64_t id : ops)
+    if (const formats::Op* op = profile.findOp(id); op && op->kind == "aten::reshape")
+      return true;
+  return false;
+}
+
+std::string OpKinds::kind(std::int64_t op_id) const {
+  const formats::Op* op = profile.findOp(op_id);
+  return op ? op->kind : "op " + std::to_string(op_id);
+}
+
+} // namespace xalloc::scheduler::rules

@@ -1,0 +1,13 @@
+// remove: the conversion costs more than it saves its consumers, by more than the margin.
+#include "rule.h"
+
+namespace xalloc::scheduler::rules {
+
+std::optional<Verdict> remove(const RemoveSite& s) {
+  return Verdict{formats::Action::Remove,
+                 "costs " + ms(s.conversion.duration_ms) + " but saves its consumers only " +
+                     ms(s.extra),
+                 false, Carries::Measured};
+}
+
+} // namespace xalloc::scheduler::rules

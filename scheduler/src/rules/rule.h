@@ -1,0 +1,151 @@
+// xsched's per-site rules, clang-tidy style: each rule is a small check in a file of its own that
+// reads the facts of one site (measured and predicted once, by decide.cpp) and either gives a
+// verdict with its reason or passes. They are registered in priority order in one place,
+// rules.def; the first verdict wins. Adding a rule is one file, one line in rules.def and its
+// test (tests/unit/test_rules.cpp checks verdicts and which rule gave them, not the wording).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "xalloc/formats/profile.h"
+#include "xalloc/formats/schedule.h"
+
+namespace xalloc::scheduler::rules {
+
+/// What a verdict's decision carries besides its action and reason.
+enum class Carries {
+  Nothing,    // no consumers and no numbers: the site was ruled out before anything was weighed
+  Candidates, // every consumer a conversion could serve, and the numbers
+  Gaining,    // the consumers the conversion serves, and the numbers
+  Call,       // remove: the call's own time, nothing measured in the consumers
+  Measured,   // remove: the consumers' time without the conversion, and the numbers
+};
+
+struct Verdict {
+  Verdict(formats::Action a, std::string why, bool vetoes = true, Carries what = Carries::Nothing,
+          bool async = true)
+      : action(a), reason(std::move(why)), veto(vetoes), carries(what), async_allowed(async) {}
+  formats::Action action = formats::Action::None;
+  std::string reason;
+  /// The edit is ruled out whatever it gains (other bits or layouts, a write, nothing to judge
+  /// by); otherwise a `none` only says the gain is too small to be sure of.
+  bool veto = true;
+  Carries carries = Carries::Nothing;
+  /// Whether the conversion may still be weighed hidden in an idle window.
+  bool async_allowed = true;
+};
+
+/// The rules' view of the profile: what kind of op a consumer is.
+struct OpKinds {
+  const formats::Profile& profile;
+  /// aten::size and the like: they read sizes and flags, which no layout changes.
+  bool readsOnlySizes(std::int64_t op_id) const;
+  /// View ops only compute new sizes and strides: a contiguous input cannot make them faster.
+  bool allViews(const std::vector<std::int64_t>& ops) const;
+  /// An aten::reshape among them: one that gains from a contiguous input copied it.
+  bool anyReshape(const std::vector<std::int64_t>& ops) const;
+  std::string kind(std::int64_t op_id) const;
+};
+
+/// A non-contiguous value made by an op that is not a conversion: make it contiguous?
+struct SyncSite {
+  SyncSite(const formats::Record& r, const formats::Op& p, const formats::Profile& profile)
+      : record(r), producer(p), ops{profile} {}
+  const formats::Record& record;
+  const formats::Op& producer;
+  OpKinds ops;
+  bool program = false; // a C++ program's profile: one edit converts the value for every use
+  // Its consumers by what a contiguous input does to them.
+  std::vector<std::int64_t> candidates; // measured, same output bits and layout
+  std::vector<std::int64_t> gaining;    // those the conversion serves (a program: candidates)
+  std::size_t converted = 0;            // an existing aten::contiguous (a site of its own)
+  std::size_t neutral = 0;              // reads only sizes
+  std::size_t unmeasured = 0, differing = 0, relayouting = 0;
+  double saving = 0;            // ms per run of the model, summed over `gaining`
+  double reads = 0;             // times `gaining` read the value in one run
+  bool constant = false;        // computed from constants, read only by gaining consumers: cost 0
+  bool priced = false;          // the cost model covers the layout
+  double cost = 0;              // ms per run of the model, fresh output included where paid
+  double allocation = 0;        // of which the fresh output
+  double runs = 1;              // conversions per run of the model (the producer's, by bytes)
+  double margin = 0;            // the gain the decision must beat
+  bool margin_is_floor = false; // the margin is the smallest gain worth an edit, not the noise
+  std::string cost_model;       // "classic", "stride", "constant", ...
+  std::string made_and_read;    // " (made once and read 20 times ...)" or " (it runs ...)"
+
+  std::size_t consumers() const { return record.consumers.size(); }
+  /// The conversion gains more than its margin.
+  bool worth() const { return !gaining.empty() && saving - cost > margin; }
+  /// No consumer a conversion could serve, other than conversions and size readers: the edit
+  /// is ruled out (a veto for a program's other calls of the expression).
+  bool nothingToServe() const { return candidates.empty() && converted + neutral < consumers(); }
+};
+
+/// Why a consumer keeps a removal from being weighed at all.
+enum class Blocker { None, NeedsContiguous, Unmeasured, OtherBits, OtherLayout };
+
+/// An existing aten::contiguous: remove it?
+struct RemoveSite {
+  RemoveSite(const formats::Record& r, const formats::Op& conv, const formats::Record* in,
+             const formats::Profile& profile)
+      : record(r), conversion(conv), input(in), ops{profile} {}
+  const formats::Record& record; // the conversion's output
+  const formats::Op& conversion;
+  const formats::Record* input; // its input; nullptr when not recorded
+  OpKinds ops;
+  /// The first consumer that needs a contiguous input regardless of shapes (when the input is
+  /// already contiguous here), as "aten::view"; "" when none.
+  std::string needs_contiguous_anyway;
+  Blocker blocker = Blocker::None; // the first consumer that blocks a removal, and why
+  std::string blocker_op;          // its kind
+  double extra = 0;                // how much longer the consumers take without the conversion
+  double margin = 0;
+  bool margin_is_floor = false;
+};
+
+/// A verdict that edits, on a site no edit can reach: "" to keep it, or the reason it stays.
+struct Edited {
+  const formats::Profile& profile;
+  const formats::Op& producer;
+  const formats::Decision& decision;
+  bool can_async;
+};
+
+using SyncRule = std::optional<Verdict> (*)(const SyncSite&);
+using RemoveRule = std::optional<Verdict> (*)(const RemoveSite&);
+using EditRule = std::optional<std::string> (*)(const Edited&);
+
+template <class F> struct Registered {
+  const char* name;
+  F check;
+};
+
+/// The rules in priority order (rules.def).
+const std::vector<Registered<SyncRule>>& syncRules();
+const std::vector<Registered<RemoveRule>>& removeRules();
+const std::vector<Registered<EditRule>>& editRules();
+
+/// A site a conversion would not pay for: left alone, with the consumers it could serve kept for
+/// review; a veto when there are none (SyncSite::nothingToServe).
+inline Verdict notWorth(const SyncSite& s, std::string reason) {
+  return {formats::Action::None, std::move(reason), s.nothingToServe(), Carries::Candidates, true};
+}
+
+/// A removal some consumer rules out: nothing weighed, a veto.
+inline Verdict blocked(std::string reason) {
+  return {formats::Action::None, std::move(reason), true, Carries::Nothing, true};
+}
+
+/// "0.1234 ms" (candidates.h's, for the rules' reasons).
+std::string ms(double value);
+/// " (of which 13.8 ms for its fresh output)" when a fresh output is a visible part of a cost.
+std::string withAllocation(double allocation_ms);
+/// "the noise margin" or "the smallest gain worth an edit".
+const char* marginName(bool is_floor);
+
+} // namespace xalloc::scheduler::rules

@@ -1,0 +1,12 @@
+// unrecorded-input: a conversion whose input the profile did not record cannot be judged.
+#include "rule.h"
+
+namespace xalloc::scheduler::rules {
+
+std::optional<Verdict> unrecordedInput(const RemoveSite& s) {
+  if (s.input)
+    return std::nullopt;
+  return blocked("the conversion's input was not recorded");
+}
+
+} // namespace xalloc::scheduler::rules

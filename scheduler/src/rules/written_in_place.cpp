@@ -1,0 +1,20 @@
+// written-in-place: a value something writes in place is never copied or uncopied: the write
+// would then reach the copy, or the original, and not what it reached before.
+#include "rule.h"
+
+namespace xalloc::scheduler::rules {
+
+std::optional<Verdict> writtenInPlace(const SyncSite& s) {
+  if (!s.record.has_writers)
+    return std::nullopt;
+  return Verdict{formats::Action::None,
+                 "the value is written in place; a copy would change what the write affects"};
+}
+
+std::optional<Verdict> writtenInPlaceRemove(const RemoveSite& s) {
+  if (!s.record.has_writers && !s.input->has_writers)
+    return std::nullopt;
+  return blocked("the conversion's input or output is written in place");
+}
+
+} // namespace xalloc::scheduler::rules
