@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "xalloc/bytes.h"
 #include "xalloc/runtime/install.h"
 
 namespace py = pybind11;
@@ -31,6 +32,14 @@ PYBIND11_MODULE(_C, m) {
       py::arg("max_retries") = py::none(), py::arg("ledger") = py::none(), py::arg("log") = false,
       "Install the graceful allocator as torch's CPU allocator (XALLOC_* variables, then "
       "these arguments).");
+  m.def(
+      "parse_bytes",
+      [](const std::string& text) {
+        if (auto bytes = xalloc::parseByteSize(text))
+          return *bytes;
+        throw py::value_error(xalloc::notAByteSize(text));
+      },
+      py::arg("text"), "A byte size in x-allocator's one grammar (512M, 8G, 1.5GiB) as bytes.");
   m.def("uninstall", &uninstall, "Put back the allocator that was there before install().");
   m.def("installed", &installed);
   m.def("get_stats", &stats, "Counters named like torch.cuda.memory_stats().");

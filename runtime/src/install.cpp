@@ -12,6 +12,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
+#include "xalloc/bytes.h"
 #include "xalloc/runtime/ledger.h"
 #include "xalloc/torch_compat.h"
 
@@ -127,22 +128,9 @@ std::int64_t parseBytes(const char* var) {
   const char* v = std::getenv(var);
   if (!v || !*v)
     return 0;
-  char* end = nullptr;
-  double x = std::strtod(v, &end);
-  std::string suffix = end ? end : "";
-  double mult = 1;
-  if (suffix == "K" || suffix == "KiB")
-    mult = 1024.0;
-  else if (suffix == "M" || suffix == "MiB")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    x = -1;
-  if (end == v || !(x >= 0))
-    throw std::invalid_argument(std::string(var) + "='" + v +
-                                "': expected a byte count such as 1048576, 512M or 4G");
-  return static_cast<std::int64_t>(x * mult);
+  if (const auto bytes = parseByteSize(v))
+    return *bytes;
+  throw std::invalid_argument(std::string(var) + "='" + v + "': " + notAByteSize(v));
 }
 
 // Priority above the default allocator's 0, so install() wins; uninstall() restores with it.

@@ -114,19 +114,20 @@ std::shared_ptr<Ledger> Ledger::open(const std::string& name, std::int64_t capac
     }
   }
   std::shared_ptr<Ledger> ledger(new Ledger(name, s, -1));
-  ledger->lock();
-  ledger->reclaimDeadLocked();
-  const std::int32_t me = static_cast<std::int32_t>(::getpid());
-  for (int i = 0; i < kSlots; ++i)
-    if (s->slots[i].pid.load() == 0) {
-      s->slots[i].pid.store(me);
-      s->slots[i].used.store(0);
-      s->slots[i].cached.store(0);
-      s->slots[i].release_request.store(0);
-      ledger->slot_ = i;
-      break;
-    }
-  ledger->unlock();
+  {
+    Guard g(*ledger);
+    ledger->reclaimDeadLocked();
+    const std::int32_t me = static_cast<std::int32_t>(::getpid());
+    for (int i = 0; i < kSlots; ++i)
+      if (s->slots[i].pid.load() == 0) {
+        s->slots[i].pid.store(me);
+        s->slots[i].used.store(0);
+        s->slots[i].cached.store(0);
+        s->slots[i].release_request.store(0);
+        ledger->slot_ = i;
+        break;
+      }
+  }
   if (ledger->slot_ < 0)
     throw std::runtime_error("ledger " + name + ": all " + std::to_string(kSlots) +
                              " slots are taken by live processes");
@@ -143,14 +144,13 @@ Ledger::Ledger(std::string name, Shared* shared, int slot)
 Ledger::~Ledger() {
   stopResponder();
   if (slot_ >= 0) {
-    lock();
+    Guard g(*this);
     auto& slot = shared_->slots[slot_];
     slot.used.store(0);
     slot.cached.store(0);
     slot.release_request.store(0);
     slot.pid.store(0);
     shared_->release_epoch.fetch_add(1);
-    unlock();
   }
   ::munmap(shared_, sizeof(Shared));
 }
@@ -185,7 +185,7 @@ void Ledger::reclaimDeadLocked() {
 }
 
 bool Ledger::reserve(std::int64_t bytes) {
-  lock();
+  Guard g(*this);
   std::int64_t total = 0;
   auto sum = [&] {
     total = 0;
@@ -200,7 +200,6 @@ bool Ledger::reserve(std::int64_t bytes) {
   const bool ok = shared_->capacity <= 0 || total + bytes <= shared_->capacity;
   if (ok)
     shared_->slots[slot_].used.fetch_add(bytes);
-  unlock();
   return ok;
 }
 
@@ -255,13 +254,12 @@ std::int64_t Ledger::capacity() const {
 }
 
 std::vector<LedgerPeer> Ledger::peers() {
-  lock();
+  Guard g(*this);
   reclaimDeadLocked();
   std::vector<LedgerPeer> out;
   for (auto& slot : shared_->slots)
     if (slot.pid.load() != 0)
       out.push_back({slot.pid.load(), slot.used.load(), slot.cached.load()});
-  unlock();
   return out;
 }
 

@@ -9,24 +9,25 @@
 """
 import contextlib
 import os
-import re
 
 import torch  # noqa: F401  (libtorch must be loaded first)
 
 from ._C import (add_release_callback, get_stats, install, installed,  # noqa: F401
-                 remove_release_callback, reset_stats, uninstall)
-
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+                 parse_bytes, remove_release_callback, reset_stats, uninstall)
 
 
 def _bytes(value):
-    """1048576, "512M", "8G", "1.5GiB" -> bytes; None stays None."""
-    if value is None or isinstance(value, int):
+    """1048576, "512M", "8G", "1.5GiB" -> bytes (the grammar of XALLOC_CPU_LIMIT and xsched
+    --memory-budget); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"limit must be a byte count (int or str such as '8G'), not {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"limit must not be negative, got {value}")
         return value
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", str(value).upper())
-    if not m:
-        raise ValueError(f"cannot read {value!r} as a byte count (e.g. 1048576, 512M, 8G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    return parse_bytes(value)
 
 
 @contextlib.contextmanager

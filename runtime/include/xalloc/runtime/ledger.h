@@ -55,6 +55,18 @@ private:
   Ledger(std::string name, Shared* shared, int slot);
   void lock();
   void unlock();
+  // Holds the process-shared mutex for a scope, whatever leaves it (taking the mutex from a
+  // dead owner reclaims that process's slots first).
+  class Guard {
+  public:
+    explicit Guard(Ledger& ledger) : ledger_(ledger) { ledger_.lock(); }
+    ~Guard() { ledger_.unlock(); }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+  private:
+    Ledger& ledger_;
+  };
   void reclaimDeadLocked();
   std::string name_;
   Shared* shared_;
