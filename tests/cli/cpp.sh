@@ -70,7 +70,18 @@ if command -v clang-apply-replacements-14 >/dev/null; then
   clang-apply-replacements-14 fixes || fail "clang-apply-replacements rejected fixes.yaml"
 fi
 
+# A conforming YAML reader (PyYAML) reads back exactly the replacements --in-place makes.
+cat >apply_yaml.py <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+text = open(sys.argv[2], "rb").read()
+for r in sorted(doc["Replacements"], key=lambda r: -r["Offset"]):
+    text = text[:r["Offset"]] + r["ReplacementText"].encode() + text[r["Offset"] + r["Length"]:]
+sys.stdout.buffer.write(text)
+PY
+"$XALLOC_PYTHON" apply_yaml.py fixes.yaml input.cpp >yaml-applied.cpp || fail "PyYAML could not apply fixes.yaml"
 xrewrite -s schedule.json --cpp input.cpp --in-place -q "${FLAGS[@]}" 2>/dev/null
+cmp -s input.cpp yaml-applied.cpp || fail "fixes.yaml read by PyYAML and --in-place disagree"
 if [[ -d fixes ]]; then
   cmp -s input.cpp fixes/input.cpp || fail "--export-fixes and --in-place disagree"
 fi
@@ -90,7 +101,10 @@ for d in s["decisions"]:
         d["action"], d["window_id"] = "async", 0
 json.dump(s, open(sys.argv[2], "w"))
 PY
+xrewrite -s fast-schedule.json --cpp fast.cpp --form fast --export-fixes fast.yaml -q "${FLAGS[@]}" 2>/dev/null
+"$XALLOC_PYTHON" apply_yaml.py fast.yaml fast.cpp >fast-yaml.cpp || fail "PyYAML could not apply fast.yaml"
 xrewrite -s fast-schedule.json --cpp fast.cpp --form fast --in-place -q "${FLAGS[@]}" 2>/dev/null
+cmp -s fast.cpp fast-yaml.cpp || fail "fast form: the #include in fast.yaml does not read back as written"
 grep -q 'auto scores = xalloc::runtime::contiguousAsync(q.matmul(kt));' fast.cpp ||
   fail "fast form: no async start"
 grep -q 'return scores.wait();' fast.cpp || fail "fast form: the use does not wait"

@@ -98,12 +98,14 @@ head -c 300 "$WORK/profile.json" >"$WORK/truncated.json"
 expect_error 2 'truncated\.json:[0-9]+:[0-9]+: error: malformed JSON' -- xcost "$WORK/truncated.json" -o "$WORK/c.json"
 sed 's/"schema_version": 1/"schema_version": 7/' "$WORK/profile.json" >"$WORK/v7.json"
 expect_error 2 'v7\.json: /schema_version: error: unsupported schema_version 7' -- xcost "$WORK/v7.json"
+schema_rejects "$WORK/v7.json"
 expect_error 2 "cost\.json: /schema: error: unknown schema 'xalloc.cost', expected 'xalloc.profile'" -- xcost "$WORK/cost.json"
 python3 - "$WORK/profile.json" "$WORK/badtype.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["records"][1]["strides"] = "wide"; json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_error 2 'badtype\.json: /records/1/strides: error: expected an array, got a string' -- xcost "$WORK/badtype.json"
+schema_rejects "$WORK/badtype.json"
 # xcost --train: only timings of the same machine and thread count, and only with layouts.
 python3 - "$WORK/profile.json" "$WORK/threads8.json" "$WORK/nolayouts.json" <<'PY'
 import json, sys
@@ -120,6 +122,7 @@ import json, sys
 d = json.load(open(sys.argv[1])); d["decisions"].append({"value_id": 0, "producer": 0, "consumers": []}); json.dump(d, open(sys.argv[2], "w"))
 PY
 expect_error 2 "noaction\.json: /decisions/[0-9]+/action: error: missing required field 'action'" -- xrewrite "$model" -s "$WORK/noaction.json" -o "$WORK/o.pt"
+schema_rejects "$WORK/noaction.json"
 [[ ! -e "$WORK/c.json" && ! -e "$WORK/o.pt" ]] || fail "a failed run left an output file"
 
 # An existing output survives a failed run untouched.

@@ -24,7 +24,15 @@ expect_error() {
   grep -Eq -- "$pattern" "$WORK/err.txt" || fail "diagnostic of '$*' does not match /$pattern/: $(cat "$WORK/err.txt")"
 }
 
-validate() { "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "$@"; }
+# Documents against formats/schema/: valijson (the tests' xalloc-validate) and Python's
+# jsonschema (scripts/validate-schema.py, what users run), two implementations that must agree.
+validate() {
+  "$XALLOC_BIN/xalloc-validate" "$@" && "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "$@"
+}
+# The schemas refuse a bad-input fixture that the tools refuse.
+schema_rejects() {
+  if "$XALLOC_BIN/xalloc-validate" "$1" 2>/dev/null; then fail "the schemas accept $1"; fi
+}
 
 # same_outputs A.pt B.pt: the models give bit-identical outputs on random inputs (Python torch,
 # independent of xrewrite's own check).

@@ -53,7 +53,7 @@ xcost mixer.json -o cost.json
 # The saving is 5-15x the cost, but with other tests sharing the two cores the default margins
 # (2 standard errors; 5% of the consumers' time, ~80 ms single-threaded) can reach it, so they
 # are loosened here: this test is about the C++ path; xsched's noise model has tests of its own.
-xsched --profile mixer.json --cost cost.json --z 0.5 --min-relative-gain 0 -o schedule.json
+xsched --profile mixer.json --cost cost.json --z 0 --min-relative-gain 0 -o schedule.json
 "$XALLOC_PYTHON" - schedule.json <<'PY' || fail "no conversion decided at the permute"
 import json, sys
 s = json.load(open(sys.argv[1]))

@@ -47,6 +47,16 @@ try:
 except ValueError as e:
     assert "cannot read 'lots' as a byte count" in str(e)
 
+# One grammar with XALLOC_CPU_LIMIT and xsched --memory-budget (xalloc/bytes.h).
+assert xalloc.parse_bytes("2GB") == 2 << 30 and xalloc.parse_bytes("1.5KiB") == 1536
+for bad, err in (("1e30G", ValueError), (True, TypeError), (-1, ValueError), (2.5, TypeError)):
+    try:
+        with xalloc.graceful(limit=bad):
+            pass
+        raise SystemExit(f"accepted limit={bad!r}")
+    except err:
+        pass
+
 assert xalloc.load_ops().endswith("libxalloc_runtime.so")
 print("python: ok")
 PY

@@ -23,9 +23,13 @@ torch::Tensor load(const torch::Tensor& seq) {
   return torch::relu(x);
 }
 
-torch::Tensor macro(const torch::Tensor& a) { return TRANSPOSED(a).matmul(a); }
+torch::Tensor macro(const torch::Tensor& a) {
+  return TRANSPOSED(a).matmul(a);
+}
 
-template <typename T> T generic(const T& a) { return a.transpose(0, 1).matmul(a); }
+template <typename T> T generic(const T& a) {
+  return a.transpose(0, 1).matmul(a);
+}
 
 } // namespace model
 

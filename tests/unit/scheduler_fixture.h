@@ -32,7 +32,7 @@ struct Fixture {
     p.ops[3].inputs = {10};
     Record base; // the input of everything, contiguous, storage 0
     base.id = 9;
-    base.origin = "input";
+    base.origin = Origin::Input;
     base.layout = {{64, 64}, {64, 1}, 0, "float32", "cpu"};
     base.bytes = base.storage_bytes = 64 * 64 * 4;
     base.first_use = 0;

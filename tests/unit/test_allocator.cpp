@@ -30,11 +30,8 @@ using namespace xalloc::runtime::testing_suite;
 
 namespace {
 
-double nowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// Waits that only a wake-up can end before a test's timeout.
+constexpr double kHourMs = 3600.0 * 1000;
 
 RetryConfig quick() {
   RetryConfig c;
@@ -106,14 +103,10 @@ TEST(Allocator, AlwaysFailingUpstreamThrowsWithTheStats) {
   RetryConfig c = quick();
   c.max_attempts = 1000; // the deadline ends it
   auto stack = makeStack(std::make_shared<FailN>(1 << 30), c);
-  const double t0 = nowMs();
   try {
     stack.top->allocate(4096);
     FAIL() << "no OutOfMemory";
   } catch (const OutOfMemory& e) {
-    const double waited = nowMs() - t0;
-    EXPECT_GE(waited, quick().deadline_ms - 1) << "gave up before the deadline";
-    EXPECT_LT(waited, quick().deadline_ms + 200) << "overran the deadline";
     EXPECT_EQ(e.requestedBytes(), 4096u);
     EXPECT_NE(std::string(e.what()).find("out of memory: cannot allocate 4.0 KiB on fail-n"),
               std::string::npos)
@@ -123,7 +116,10 @@ TEST(Allocator, AlwaysFailingUpstreamThrowsWithTheStats) {
   auto m = stack.stats->snapshot();
   EXPECT_EQ(m["num_ooms"], 1);
   EXPECT_GT(m["num_alloc_retries"], 3);
+  // The deadline ended it, not the attempt cap (two tries per attempt at most).
+  EXPECT_LT(m["num_alloc_retries"], 2 * c.max_attempts);
   EXPECT_EQ(m["allocation.all.allocated"], 0);
+  // How close to the deadline it gives up is measured by xbench-alloc, not asserted here.
 }
 
 TEST(Allocator, AttemptCapStopsBeforeTheDeadline) {
@@ -131,9 +127,9 @@ TEST(Allocator, AttemptCapStopsBeforeTheDeadline) {
   c.deadline_ms = 10000;
   c.max_attempts = 3;
   auto stack = makeStack(std::make_shared<FailN>(1 << 30), c);
-  const double t0 = nowMs();
   EXPECT_THROW(stack.top->allocate(1), OutOfMemory);
-  EXPECT_LT(nowMs() - t0, 1000);
+  // search, synchronize, and two tries for each of the 3 attempts: the cap, not the deadline.
+  EXPECT_EQ(stack.stats->snapshot()["num_alloc_retries"], 2 + 2 * c.max_attempts);
 }
 
 TEST(Allocator, EachRungRecovers) {
@@ -170,25 +166,22 @@ TEST(Allocator, EachRungRecovers) {
     EXPECT_EQ(stack.stats->snapshot()["recovered.empty_cache"], 1);
     stack.top->deallocate(p, 500);
   }
-  { // a free by another thread during the backoff wakes the waiter at once
+  { // a free by another thread during the backoff wakes the waiter: one wait of an hour, so
+    // only the wake-up can end it (a broken one hangs until the test's timeout). How soon it
+    // wakes is measured by xbench-alloc.
     auto dev = std::make_shared<SimulatedDevice>(1000);
     RetryConfig c = quick();
-    c.backoff_ms = 200; // long waits: only the wake-up can make this fast
-    c.backoff_max_ms = 200;
-    c.deadline_ms = 5000;
+    c.max_attempts = 1;
+    c.backoff_ms = c.backoff_max_ms = c.deadline_ms = kHourMs;
     auto stack = makeStack(dev, c);
     void* held = stack.top->allocate(1000);
-    std::atomic<double> freed_at{0};
     std::thread other([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      freed_at = nowMs();
       stack.top->deallocate(held, 1000);
     });
     void* p = stack.top->allocate(1000);
-    const double got = nowMs();
     other.join();
     ASSERT_NE(p, nullptr);
-    EXPECT_LT(got - freed_at, 10.0) << "woke " << got - freed_at << " ms after the free";
     EXPECT_EQ(stack.stats->snapshot()["recovered.backoff"], 1);
     stack.top->deallocate(p, 1000);
   }
@@ -350,35 +343,25 @@ Peer spawnPeer(std::vector<std::string> args) {
   return p;
 }
 
-double msOfNs(const std::string& released_line) {
-  return static_cast<double>(std::atoll(released_line.c_str() + std::strlen("released "))) / 1e6;
-}
-
-TEST(Ledger, PeerReleaseIsRecoveredWithin10ms) {
+TEST(Ledger, APeersReleaseWakesTheWaiter) {
   const std::string name = uniqueLedger("release");
   Ledger::unlink(name);
   constexpr std::int64_t kCap = 1 << 20;
   auto ledger = Ledger::open(name, kCap);
   auto dev = std::make_shared<SimulatedDevice>(kCap, ledger);
   RetryConfig c;
-  c.deadline_ms = 5000;
-  c.backoff_ms = 20;
-  c.backoff_max_ms = 200; // waits far longer than 10 ms: only the ledger wake-up is fast enough
+  c.max_attempts = 1; // one wait of an hour: only the ledger's wake-up can end it
+  c.backoff_ms = c.backoff_max_ms = c.deadline_ms = kHourMs;
   auto stack = makeStack(dev, c, ledger);
   for (int round = 0; round < 5; ++round) {
     Peer peer = spawnPeer({"hold", name, std::to_string(kCap), std::to_string(kCap * 3 / 4),
                            std::to_string(100 + 37 * round)});
     ASSERT_EQ(peer.readLine(), "held\n");
     void* p = stack.top->allocate(kCap / 2); // does not fit until the peer releases
-    const double got = nowMs();
     const std::string released = peer.readLine();
     ASSERT_EQ(released.rfind("released ", 0), 0u) << released;
     EXPECT_EQ(peer.wait(), 0);
     ASSERT_NE(p, nullptr);
-    const double lag = got - msOfNs(released);
-    EXPECT_GE(lag, 0.0);
-    EXPECT_LT(lag, 10.0) << "recovered " << lag << " ms after the peer's release";
-    std::printf("round %d: recovered %.3f ms after the peer's release\n", round, lag);
     stack.top->deallocate(p, kCap / 2);
   }
   EXPECT_EQ(stack.stats->snapshot()["num_ooms"], 0);
@@ -405,7 +388,7 @@ TEST(Ledger, PeerReleasesItsCacheWhenAsked) {
   Ledger::unlink(name);
 }
 
-TEST(Ledger, KilledPeerIsReclaimedWithinASecond) {
+TEST(Ledger, AKilledPeersMemoryIsReclaimed) {
   const std::string name = uniqueLedger("killed");
   Ledger::unlink(name);
   constexpr std::int64_t kCap = 1 << 20;
@@ -421,11 +404,9 @@ TEST(Ledger, KilledPeerIsReclaimedWithinASecond) {
   c.deadline_ms = 5000;
   auto stack = makeStack(dev, c, ledger);
   ::kill(peer.pid, SIGKILL); // a zombie until reaped below: must count as dead already
-  const double killed = nowMs();
   void* p = stack.top->allocate(kCap / 2);
-  const double got = nowMs();
   ASSERT_NE(p, nullptr);
-  EXPECT_LT(got - killed, 1000.0);
+  EXPECT_EQ(stack.stats->snapshot()["num_ooms"], 0);
   peer.wait();
   for (const auto& q : ledger->peers())
     EXPECT_NE(q.pid, peer.pid);

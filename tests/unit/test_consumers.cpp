@@ -71,6 +71,4 @@ TEST(Consumers, MeasuredAgainOnlyAQuieterTimingReplacesTheFirst) {
   profiler::measureConsumer(again, v, other, true, noisy);
   EXPECT_NE(noisy.time_as_is_ms, 1.0);
   EXPECT_LT(noisy.delta_spread_ms.value_or(1e9), 1000.0);
-  EXPECT_GT(noisy.time_as_is_ms, first_ms / 10);
-  EXPECT_LT(noisy.time_as_is_ms, first_ms * 10);
 }

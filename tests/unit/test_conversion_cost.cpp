@@ -89,8 +89,8 @@ TEST(ConversionCost, SaysWhatAFreshOutputCosts) {
   }
   ASSERT_TRUE(first.allocation_ms.has_value());
   ASSERT_TRUE(first.allocation_spread_ms.has_value());
-  EXPECT_GT(*first.allocation_ms, 0.25 * first.median_ms)
-      << "copy " << first.median_ms << " ms, fresh output " << *first.allocation_ms << " ms";
+  // (What a fresh output costs next to the copy is a measurement of this machine: the profiler's
+  // README reports it; no unit test asserts a timing.)
   profiler::TimingDb db(path, "cpu|test", "lib");
   const auto again = profiler::measureConversionCost(large, "model", 1, 6, &db);
   EXPECT_EQ(again.allocation_ms, first.allocation_ms); // read back, not measured again

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "xalloc/math_libraries.h"
 #include "xalloc/profiler/device_info.h"
 
 using namespace xalloc;
@@ -13,32 +14,32 @@ using namespace xalloc;
 // The math libraries scope the timing database: here, with libtorch loaded, they are the files
 // it runs on, each existing with the size given, and asking again gives the same answer.
 TEST(DeviceInfo, MathLibrariesNameTheFilesLibtorchRunsOn) {
-  const std::string libs = profiler::mathLibraries();
+  const std::string libs = xalloc::mathLibraries();
   EXPECT_NE(libs.find("blas"), std::string::npos) << libs;
-  const auto entries = profiler::splitLibraries(libs);
+  const auto entries = xalloc::splitLibraries(libs);
   EXPECT_EQ(entries.size(),
             static_cast<std::size_t>(std::count(libs.begin(), libs.end(), ';') + 1));
   for (const auto& entry : entries) {
-    const std::string path = profiler::libraryPath(entry);
+    const std::string path = xalloc::libraryPath(entry);
     ASSERT_LT(path.size(), entry.size()) << entry;
     EXPECT_EQ(path, std::filesystem::canonical(path).string());
     EXPECT_EQ(entry, path + "@" + std::to_string(std::filesystem::file_size(path)));
   }
-  EXPECT_EQ(profiler::mathLibraries(), libs);
+  EXPECT_EQ(xalloc::mathLibraries(), libs);
 }
 
 // Debian's reference BLAS is the alternative in a blas/ directory; OpenBLAS, BLIS or a copy
 // elsewhere are not, nor is the reference LAPACK.
 TEST(DeviceInfo, ReferenceBlasIsDebiansBlasAlternative) {
   const std::string ref = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0";
-  EXPECT_EQ(profiler::referenceBlas(ref + "@1000;/usr/lib/x86_64-linux-gnu/lapack/"
-                                          "liblapack.so.3.11.0@2000"),
+  EXPECT_EQ(xalloc::referenceBlas(ref + "@1000;/usr/lib/x86_64-linux-gnu/lapack/"
+                                        "liblapack.so.3.11.0@2000"),
             ref);
-  EXPECT_EQ(profiler::referenceBlas("/l/lapack/liblapack.so.3@1;" + ref), ref);
-  EXPECT_EQ(profiler::referenceBlas("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3@1;"
-                                    "/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3@2"),
+  EXPECT_EQ(xalloc::referenceBlas("/l/lapack/liblapack.so.3@1;" + ref), ref);
+  EXPECT_EQ(xalloc::referenceBlas("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3@1;"
+                                  "/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3@2"),
             "");
-  EXPECT_EQ(profiler::referenceBlas("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3@1"), "");
-  EXPECT_EQ(profiler::referenceBlas("/tmp/otherblas/libblas.so.3@1"), "");
-  EXPECT_EQ(profiler::referenceBlas(""), "");
+  EXPECT_EQ(xalloc::referenceBlas("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3@1"), "");
+  EXPECT_EQ(xalloc::referenceBlas("/tmp/otherblas/libblas.so.3@1"), "");
+  EXPECT_EQ(xalloc::referenceBlas(""), "");
 }

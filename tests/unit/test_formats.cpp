@@ -27,7 +27,7 @@ namespace {
 Profile sampleProfile() {
   Profile p;
   p.tool_version = "0.1.0";
-  p.model = {"m.pt", "abc", "torchscript", "forward"};
+  p.model = {"m.pt", "abc", ModelFormat::TorchScript, "forward"};
   p.device.name = "cpu0";
   p.device.threads = 1;
   p.device.cores = 2;
@@ -165,9 +165,10 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   EXPECT_EQ(js["summary"]["counts"]["sync"], 1);
   EXPECT_FALSE(js.contains("inputs"));          // no profile inputs: nothing written
   EXPECT_TRUE(js["summary"]["form"].is_null()); // not planned by xsched: no form
-  s.summary.form = "fast";
+  s.summary.form = RewriteForm::Fast;
   js = toJson(s);
-  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.form, "fast");
+  EXPECT_EQ(js["summary"]["form"], "fast");
+  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.form, RewriteForm::Fast);
   js["summary"]["form"] = "quick";
   try {
     scheduleFromJson(js, "s.json");
@@ -175,7 +176,7 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   } catch (const InputError& err) {
     EXPECT_EQ(err.where(), "s.json: /summary/form");
   }
-  s.summary.form.clear();
+  s.summary.form.reset();
 
   // The profile's inputs ride along for xrewrite's verification.
   s.inputs = {{"ids", {4, 16}, "int64", 0.0, 100.0}};

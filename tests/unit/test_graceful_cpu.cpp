@@ -106,5 +106,14 @@ TEST(GracefulCpu, BadEnvironmentIsNamed) {
   }
   ::setenv("XALLOC_CPU_LIMIT", "512M", 1);
   EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 512 << 20);
+  // The grammar of every other byte size (xalloc/bytes.h): these were refused here once.
+  ::setenv("XALLOC_CPU_LIMIT", "2GB", 1);
+  EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 2ll << 30);
+  ::setenv("XALLOC_CPU_LIMIT", "8g", 1);
+  EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 8ll << 30);
+  for (const char* bad : {"inf", "1e30G", "-1"}) {
+    ::setenv("XALLOC_CPU_LIMIT", bad, 1);
+    EXPECT_THROW(InstallOptions::fromEnvironment(), std::invalid_argument) << bad;
+  }
   ::unsetenv("XALLOC_CPU_LIMIT");
 }

@@ -23,15 +23,15 @@
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/graph_runner.h"
 #include "xalloc/profiler/idle_windows.h"
-#include "xalloc/profiler/inputs.h"
 #include "xalloc/profiler/profiler.h"
 #include "xalloc/profiler/timing_db.h"
-#include "xalloc/profiler/value_compare.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
 
 #include "temp_path.h"
 
@@ -64,22 +64,22 @@ class RunnerMatchesJit : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RunnerMatchesJit, SameOutputsBitForBit) {
   auto model = tspass::loadModel(samplePath(GetParam()));
-  auto specs = profiler::specFromExtraFiles(model.extra_files, model.path);
+  auto specs = xalloc::tspass::specFromExtraFiles(model.extra_files, model.path);
   ASSERT_FALSE(specs.empty());
   auto graph = model.module.get_method("forward").graph()->copy();
   torch::jit::Inline(*graph);
   tspass::GraphIndex index(*graph);
   profiler::GraphRunner runner(index);
   for (std::uint64_t seed : {0u, 1u}) {
-    auto inputs = profiler::methodInputs(model.module, "forward", profiler::makeInputs(specs, seed),
-                                         model.path);
+    auto inputs = xalloc::tspass::methodInputs(model.module, "forward",
+                                               xalloc::tspass::makeInputs(specs, seed), model.path);
     const bool grad = c10::GradMode::is_enabled();
     auto ours = runner.run(inputs, {}, nullptr);
     EXPECT_EQ(c10::GradMode::is_enabled(), grad) << "a with-block left grad mode switched";
     ASSERT_EQ(ours.size(), 1u);
     std::vector<c10::IValue> args(inputs.begin() + 1, inputs.end());
     c10::IValue jit = model.module.forward(args);
-    EXPECT_TRUE(profiler::bitwiseEqual(ours[0], jit)) << GetParam() << " seed " << seed;
+    EXPECT_TRUE(xalloc::tspass::bitwiseEqual(ours[0], jit)) << GetParam() << " seed " << seed;
   }
 }
 
@@ -88,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Samples, RunnerMatchesJit,
 
 TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
   formats::Profile p = profiler::profileModel(quickOptions("mixer"));
-  EXPECT_EQ(p.model.format, "torchscript");
+  EXPECT_EQ(p.model.format, formats::ModelFormat::TorchScript);
   EXPECT_EQ(p.model.sha256.size(), 64u);
   EXPECT_GT(p.device.copy_bandwidth_gbps, 0.0);
   // y = self.norm(x).transpose(1, 2): [8, 96, 64], read by token_fc1 and gate.
@@ -130,8 +130,8 @@ TEST(Profiler, MixerRecordsTransposedValueAndMeasuresBothConsumers) {
     if (!r.producer_op || opById(p, *r.producer_op).kind != "aten::t")
       continue;
     EXPECT_FALSE(r.contiguous);
-    EXPECT_TRUE(r.module_storage); // a view of a weight: the module's memory
-    EXPECT_EQ(r.origin, "op");     // an attribute the model may change: not a constant
+    EXPECT_TRUE(r.module_storage);            // a view of a weight: the module's memory
+    EXPECT_EQ(r.origin, formats::Origin::Op); // an attribute the model may change: not a constant
     ASSERT_EQ(r.layout.sizes.size(), 2u);
     EXPECT_EQ(r.layout.strides, (std::vector<std::int64_t>{1, r.layout.sizes[0]}));
     transposed.push_back(r.layout.sizes);
@@ -172,7 +172,7 @@ TEST(Profiler, ViewRefusesANonContiguousInputAndLoopValuesAreMarked) {
   formats::Profile loop = profiler::profileModel(quickOptions("control"));
   bool carried = false;
   for (const auto& r : loop.records)
-    if (r.origin == "loop-carried") {
+    if (r.origin == formats::Origin::LoopCarried) {
       carried = true;
       EXPECT_TRUE(r.in_loop);
     }
@@ -206,8 +206,9 @@ TEST(Profiler, BadInputsAreReportedClearly) {
   o = quickOptions("mixer");
   o.method = "nope";
   EXPECT_THROW(profiler::profileModel(o), InputError);
-  EXPECT_THROW(profiler::parseShape("4xq", "--input-shape"), InputError);
-  EXPECT_EQ(profiler::parseShape("4x64", "--input-shape"), (std::vector<std::int64_t>{4, 64}));
+  EXPECT_THROW(xalloc::tspass::parseShape("4xq", "--input-shape"), InputError);
+  EXPECT_EQ(xalloc::tspass::parseShape("4x64", "--input-shape"),
+            (std::vector<std::int64_t>{4, 64}));
 }
 
 // aten::format takes its input count on the stack, as the JIT interpreter gives it; and when a
@@ -279,11 +280,11 @@ TEST(Pipeline, ForcedConversionsOnRealModelsStayBitIdentical) {
         << name << statuses;
     EXPECT_EQ(report.count(tspass::ApplyStatus::Skipped), 0u) << name;
     auto fresh = tspass::loadModel(samplePath(name));
-    auto specs = profiler::specFromExtraFiles(fresh.extra_files, fresh.path);
+    auto specs = xalloc::tspass::specFromExtraFiles(fresh.extra_files, fresh.path);
     for (std::uint64_t seed : {3u, 4u}) {
-      auto a = model.module.forward(profiler::makeInputs(specs, seed));
-      auto b = fresh.module.forward(profiler::makeInputs(specs, seed));
-      EXPECT_TRUE(profiler::bitwiseEqual(a, b)) << name << " seed " << seed;
+      auto a = model.module.forward(xalloc::tspass::makeInputs(specs, seed));
+      auto b = fresh.module.forward(xalloc::tspass::makeInputs(specs, seed));
+      EXPECT_TRUE(xalloc::tspass::bitwiseEqual(a, b)) << name << " seed " << seed;
     }
   }
 }

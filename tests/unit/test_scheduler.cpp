@@ -67,7 +67,7 @@ TEST(Scheduler, NeverRemovesAConversionToAnotherMemoryFormat) {
 TEST(Scheduler, AConstantsConversionIsFreeWhenEveryReaderGains) {
   // A frozen weight's transpose: xrewrite stores the weight in the layout its readers want, once.
   Fixture f;
-  f.v().origin = "constant";
+  f.v().origin = formats::Origin::Constant;
   f.v().storage_id = 7; // a constant's own storage, not the input's
   Schedule s = makeSchedule(f.p, f.cost);
   const auto& d = f.decisionFor(s, 10);
@@ -214,7 +214,8 @@ TEST(Scheduler, SafetyRulesKeepTheModelsResults) {
   EXPECT_EQ(d.action, Action::None);
   EXPECT_NE(d.reason.find("needs a contiguous input"), std::string::npos);
   Fixture k;
-  k.v().origin = "loop-carried"; // a loop body's parameter: no op of its own to convert after
+  k.v().origin =
+      formats::Origin::LoopCarried; // a loop body's parameter: no op of its own to convert after
   k.v().in_loop = true;
   for (const auto& dd : makeSchedule(k.p, k.cost).decisions)
     EXPECT_NE(dd.value_id, 10);
@@ -332,7 +333,7 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   // In a C++ program's profile, ops libtorch runs for one call of the program's (the weight's
   // `t` in torch::nn::Linear's forward) have no anchor: no source edit can reach them.
   Fixture f;
-  f.p.model.format = "libtorch-program";
+  f.p.model.format = formats::ModelFormat::LibtorchProgram;
   f.p.ops[0].anchor = Anchor{};
   f.p.ops[0].source = {"src/net.cpp", 14, 30, "auto y = fc->forward(x);"};
   f.p.ops[3].anchor = Anchor{};
@@ -356,7 +357,7 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   // The same sites with anchors are converted and removed as usual; a TorchScript model's ops
   // are graph nodes, reachable with or without an anchor.
   Fixture g;
-  g.p.model.format = "libtorch-program";
+  g.p.model.format = formats::ModelFormat::LibtorchProgram;
   const Schedule sg = makeSchedule(g.p, g.cost);
   EXPECT_EQ(g.decisionFor(sg, 10).action, Action::Sync);
   EXPECT_EQ(g.decisionFor(sg, 11).action, Action::Remove);
@@ -369,7 +370,7 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
 // runs the same expression as op 0 and makes value 12 (v's layout), read by op 6.
 Fixture twoCalls(double other_as_is, double other_contiguous, bool other_identical = true) {
   Fixture f;
-  f.p.model.format = "libtorch-program";
+  f.p.model.format = formats::ModelFormat::LibtorchProgram;
   for (int i : {5, 6}) {
     Op op = f.p.ops[i == 5 ? 0 : 1];
     op.id = i;
@@ -429,7 +430,7 @@ TEST(Scheduler, AProgramsExpressionReachedTwiceIsDecidedOnceForBothCalls) {
 
   // In a TorchScript model the same anchors are two graph nodes, edited apart.
   Fixture graph = twoCalls(1.0, 0.5, false);
-  graph.p.model.format = "torchscript";
+  graph.p.model.format = formats::ModelFormat::TorchScript;
   s = makeSchedule(graph.p, graph.cost);
   EXPECT_EQ(graph.decisionFor(s, 10).action, Action::Sync);
   EXPECT_EQ(graph.decisionFor(s, 12).action, Action::None);
@@ -445,7 +446,7 @@ TEST(Scheduler, AProgramsConversionMustSuitEveryUseOfTheValue) {
   EXPECT_EQ(dg.action, Action::Sync);
   EXPECT_EQ(dg.consumers, (std::vector<std::int64_t>{1}));
   Fixture prog;
-  prog.p.model.format = "libtorch-program";
+  prog.p.model.format = formats::ModelFormat::LibtorchProgram;
   prog.v().consumers[1].identical_output = false;
   const Schedule s = makeSchedule(prog.p, prog.cost);
   const Decision& dp = prog.decisionFor(s, 10);
@@ -481,15 +482,4 @@ TEST(Scheduler, ReadersOfSizesNeitherBlockNorServeAConversion) {
       EXPECT_EQ(d.reason, "aten::stride could not be measured without the conversion");
     }
   }
-}
-
-TEST(Scheduler, ParseBytes) {
-  EXPECT_EQ(parseBytes("1048576"), 1048576);
-  EXPECT_EQ(parseBytes("512M"), 512ll << 20);
-  EXPECT_EQ(parseBytes("2G"), 2ll << 30);
-  EXPECT_EQ(parseBytes("1.5KiB"), 1536);
-  EXPECT_FALSE(parseBytes("").has_value());
-  EXPECT_FALSE(parseBytes("-1").has_value());
-  EXPECT_FALSE(parseBytes("12Q").has_value());
-  EXPECT_FALSE(parseBytes("M").has_value());
 }

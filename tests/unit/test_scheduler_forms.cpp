@@ -17,7 +17,7 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
     return f;
   };
   SchedOptions fast; // only the runtime (xrewrite --form fast) converts on a side worker
-  fast.form = "fast";
+  fast.form = formats::RewriteForm::Fast;
   Fixture plain;
   const Schedule sync_plan = makeSchedule(plain.p, plain.cost, fast);
   ASSERT_EQ(plain.decisionFor(sync_plan, 10).action, Action::Sync);
@@ -30,10 +30,10 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
   ASSERT_EQ(d.action, Action::Async) << d.reason;
   EXPECT_EQ(d.window_id, 7);
   EXPECT_TRUE(s.summary.optimal);
-  EXPECT_EQ(s.summary.form, "fast");
+  EXPECT_EQ(s.summary.form, formats::RewriteForm::Fast);
   // The portable form (the default) writes aten::contiguous only: no async, whatever the windows.
   const Schedule portable = makeSchedule(f.p, f.cost);
-  EXPECT_EQ(portable.summary.form, "portable");
+  EXPECT_EQ(portable.summary.form, formats::RewriteForm::Portable);
   EXPECT_EQ(f.decisionFor(portable, 10).action, Action::Sync);
   SchedOptions defaults;
   EXPECT_NEAR(sync_plan.summary.predicted_time_after_ms - s.summary.predicted_time_after_ms,
@@ -67,7 +67,7 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
 // every read; made at 3 calls, it costs 3 conversions.
 TEST(Scheduler, AProgramsValueSavesAtEveryReadAndCostsAtEveryCall) {
   Fixture f;
-  f.p.model.format = "libtorch-program";
+  f.p.model.format = formats::ModelFormat::LibtorchProgram;
   for (auto& c : f.v().consumers)
     c.reads = 4;
   Schedule s = makeSchedule(f.p, f.cost);
@@ -87,7 +87,7 @@ TEST(Scheduler, AProgramsValueSavesAtEveryReadAndCostsAtEveryCall) {
   // window on its own, though the 3 together would not; each pays the hand-off.
   f.p.gpu_idle_events.push_back(Fixture::window(0, 1, 0.2));
   SchedOptions fast;
-  fast.form = "fast";
+  fast.form = formats::RewriteForm::Fast;
   s = makeSchedule(f.p, f.cost, fast);
   ASSERT_EQ(f.decisionFor(s, 10).action, Action::Async) << f.decisionFor(s, 10).reason;
   const Schedule sync_plan = makeSchedule(f.p, f.cost);
@@ -108,7 +108,7 @@ TEST(Scheduler, PortablePlansPayForAFreshOutput) {
     return f;
   };
   SchedOptions fast;
-  fast.form = "fast";
+  fast.form = formats::RewriteForm::Fast;
   // Consumers gain 0.6 ms together; the copy costs 0.1 ms and its fresh output 0.7 ms more.
   Fixture large = sized(32768, 0.7); // 8 MiB
   Decision d = large.decisionFor(makeSchedule(large.p, large.cost), 10);

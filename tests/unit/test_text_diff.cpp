@@ -26,6 +26,19 @@ TEST(TextDiff, SmallChangeHasContextAndHeaders) {
   EXPECT_EQ(unifiedDiff("", "x\n", "a/f", "b/f"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+x\n");
 }
 
+TEST(TextDiff, ALastLineWithoutNewlineIsMarked) {
+  // The last line changes in a file without a final newline: both sides are marked.
+  EXPECT_EQ(unifiedDiff("a\nb\nc", "a\nb\nC", "a/f", "b/f"),
+            "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n b\n-c\n\\ No newline at end of file\n"
+            "+C\n\\ No newline at end of file\n");
+  // Only the final newline is added: the line differs, though its text does not.
+  EXPECT_EQ(unifiedDiff("a\nb", "a\nb\n", "a/f", "b/f"),
+            "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
+  // An unchanged last line without a newline, as context.
+  EXPECT_EQ(unifiedDiff("a\nb", "A\nb", "a/f", "b/f"),
+            "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n");
+}
+
 TEST(TextDiff, RandomEditsRoundTripThroughPatch) {
   namespace fs = std::filesystem;
   if (std::system("command -v patch >/dev/null 2>&1") != 0)
@@ -63,10 +76,19 @@ TEST(TextDiff, RandomEditsRoundTripThroughPatch) {
       return s;
     };
     std::string before = join(lines), after = join(edited);
+    // Files without a final newline too: the diff must say so for patch to reproduce them.
+    if (rng() % 3 == 0 && !before.empty())
+      before.pop_back();
+    if (rng() % 3 == 0 && !after.empty())
+      after.pop_back();
     std::string diff = unifiedDiff(before, after, "a/file.txt", "b/file.txt");
     xalloc::writeFileAtomic((dir / "file.txt").string(), before);
     xalloc::writeFileAtomic((dir / "p.diff").string(), diff);
     if (!diff.empty()) {
+      // git apply is the stricter reader (it rejects a missing "\ No newline" marker).
+      const std::string check =
+          "cd " + dir.string() + " && git apply --check p.diff 2>/dev/null || ! command -v git";
+      ASSERT_EQ(std::system(("( " + check + " ) >/dev/null").c_str()), 0) << diff;
       std::string cmd = "cd " + dir.string() + " && patch -s -p1 < p.diff";
       ASSERT_EQ(std::system(cmd.c_str()), 0) << diff;
     }

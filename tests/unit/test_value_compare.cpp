@@ -7,26 +7,26 @@
 #include <ATen/core/Dict.h>
 #include <gtest/gtest.h>
 
-#include "xalloc/profiler/value_compare.h"
+#include "xalloc/tspass/value_compare.h"
 
 using namespace xalloc;
 
 TEST(ValueCompare, BitsAndLayouts) {
   auto a = at::randn({4, 6});
   auto t = a.t().contiguous().t(); // same values, column-major strides
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(t)));
-  EXPECT_FALSE(profiler::sameLayout({a}, {t}));
-  EXPECT_TRUE(profiler::sameLayout({a}, {a.clone()}));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(c10::IValue(a), c10::IValue(t)));
+  EXPECT_FALSE(xalloc::tspass::sameLayout({a}, {t}));
+  EXPECT_TRUE(xalloc::tspass::sameLayout({a}, {a.clone()}));
   auto b = a.clone();
   b.view(-1)[5] = std::nextafter(b.view(-1)[5].item<float>(), 1e9f); // one ulp
-  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(b)));
-  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(a), c10::IValue(a.to(at::kDouble))));
+  EXPECT_FALSE(xalloc::tspass::bitwiseEqual(c10::IValue(a), c10::IValue(b)));
+  EXPECT_FALSE(xalloc::tspass::bitwiseEqual(c10::IValue(a), c10::IValue(a.to(at::kDouble))));
   auto nan = at::full({2}, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(nan), c10::IValue(nan.clone())));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(c10::IValue(nan), c10::IValue(nan.clone())));
   auto tup = c10::ivalue::Tuple::create({c10::IValue(a), c10::IValue(int64_t{3})});
   auto tup2 = c10::ivalue::Tuple::create({c10::IValue(t), c10::IValue(int64_t{3})});
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(tup), c10::IValue(tup2)));
-  EXPECT_FALSE(profiler::sameLayout({c10::IValue(tup)}, {c10::IValue(tup2)}));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(c10::IValue(tup), c10::IValue(tup2)));
+  EXPECT_FALSE(xalloc::tspass::sameLayout({c10::IValue(tup)}, {c10::IValue(tup2)}));
 }
 
 TEST(ValueCompare, DictsCompareByKeyAndValueInOrder) {
@@ -38,15 +38,15 @@ TEST(ValueCompare, DictsCompareByKeyAndValueInOrder) {
     return c10::IValue(d);
   };
   auto boxes = at::randn({3, 4});
-  EXPECT_TRUE(profiler::bitwiseEqual(make(boxes, "labels"), make(boxes.clone(), "labels")));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(make(boxes, "labels"), make(boxes.clone(), "labels")));
   auto moved = boxes.clone();
   moved[0][0] = moved[0][0].item<float>() + 1.0f;
-  EXPECT_FALSE(profiler::bitwiseEqual(make(boxes, "labels"), make(moved, "labels")));
-  EXPECT_FALSE(profiler::bitwiseEqual(make(boxes, "labels"), make(boxes, "scores")));
+  EXPECT_FALSE(xalloc::tspass::bitwiseEqual(make(boxes, "labels"), make(moved, "labels")));
+  EXPECT_FALSE(xalloc::tspass::bitwiseEqual(make(boxes, "labels"), make(boxes, "scores")));
   c10::Dict<std::string, at::Tensor> empty;
-  EXPECT_TRUE(profiler::bitwiseEqual(c10::IValue(empty), c10::IValue(empty.copy())));
-  EXPECT_FALSE(profiler::bitwiseEqual(c10::IValue(empty), make(boxes, "labels")));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(c10::IValue(empty), c10::IValue(empty.copy())));
+  EXPECT_FALSE(xalloc::tspass::bitwiseEqual(c10::IValue(empty), make(boxes, "labels")));
   const auto column_major = boxes.t().contiguous().t();
-  EXPECT_TRUE(profiler::bitwiseEqual(make(boxes, "labels"), make(column_major, "labels")));
-  EXPECT_FALSE(profiler::sameLayout({make(boxes, "labels")}, {make(column_major, "labels")}));
+  EXPECT_TRUE(xalloc::tspass::bitwiseEqual(make(boxes, "labels"), make(column_major, "labels")));
+  EXPECT_FALSE(xalloc::tspass::sameLayout({make(boxes, "labels")}, {make(column_major, "labels")}));
 }

@@ -27,7 +27,7 @@ Tensor relu(const Tensor& x);
 Tensor randn(std::vector<std::int64_t> sizes);
 } // namespace at
 namespace torch {
-using at::Tensor;
 using at::randn;
 using at::relu;
+using at::Tensor;
 } // namespace torch

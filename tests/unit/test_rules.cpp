@@ -1,0 +1,170 @@
+// xsched's per-site rules (scheduler/src/rules/): each scenario checks the verdict and which
+// rule gave it, not the reason's wording. The fixture's value 10 is a transposed view read by
+// two matmuls; value 11 the output of an existing aten::contiguous read by one op.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "scheduler_fixture.h"
+#include "xalloc/scheduler/decide.h"
+
+using namespace xalloc;
+using namespace xalloc::formats;
+using namespace xalloc::scheduler;
+using xalloc::testing::Fixture;
+
+namespace {
+
+SiteVerdict verdictFor(const Fixture& f, std::int64_t value, const SchedOptions& o = {}) {
+  for (const auto& v : siteVerdicts(f.p, f.cost, o))
+    if (v.value_id == value)
+      return v;
+  ADD_FAILURE() << "no verdict for value " << value;
+  return {};
+}
+
+void expectVerdict(const Fixture& f, std::int64_t value, Action action, const std::string& rule,
+                   bool veto) {
+  const SiteVerdict v = verdictFor(f, value);
+  EXPECT_EQ(v.action, action) << rule;
+  EXPECT_EQ(v.rule, rule);
+  EXPECT_EQ(v.veto, veto) << rule;
+}
+
+} // namespace
+
+TEST(Rules, TheFixturesSitesAreConvertedAndRemoved) {
+  Fixture f;
+  expectVerdict(f, 10, Action::Sync, "convert", false);
+  expectVerdict(f, 11, Action::Remove, "remove", false);
+}
+
+TEST(Rules, AValueWrittenInPlaceIsNeverConverted) {
+  Fixture f;
+  f.v().has_writers = true;
+  expectVerdict(f, 10, Action::None, "written-in-place", true);
+  Fixture g; // a removal whose input is written in place
+  g.p.records[1].has_writers = true;
+  g.p.records[1].contiguous = false;
+  expectVerdict(g, 11, Action::None, "written-in-place", true);
+}
+
+TEST(Rules, AnUnpricedConversionIsNotWeighed) {
+  Fixture f;
+  f.cost.conversion_cost_table.clear(); // no measured entry and no fitted model
+  expectVerdict(f, 10, Action::None, "no-cost-model", true);
+}
+
+TEST(Rules, OtherOutputBitsOrLayoutsVetoTheConversion) {
+  Fixture f;
+  for (auto& c : f.v().consumers)
+    c.identical_output = false;
+  expectVerdict(f, 10, Action::None, "output-bits", true);
+  Fixture g;
+  for (auto& c : g.v().consumers)
+    c.same_output_layout = false;
+  expectVerdict(g, 10, Action::None, "output-layout", true);
+  Fixture r; // the same for a removal: its consumer's bits differ without the conversion
+  r.p.records[2].consumers[0].identical_output = false;
+  expectVerdict(r, 11, Action::None, "output-bits", true);
+  Fixture l;
+  l.p.records[2].consumers[0].same_output_layout = false;
+  expectVerdict(l, 11, Action::None, "output-layout", true);
+}
+
+TEST(Rules, ViewsAndCopyingReshapesGainNothingFromAConversion) {
+  Fixture f;
+  f.p.ops[1].kind = f.p.ops[2].kind = "aten::view";
+  for (auto& c : f.v().consumers)
+    c.time_contiguous_ms = c.time_as_is_ms; // a view takes as long either way
+  expectVerdict(f, 10, Action::None, "views", false);
+  Fixture r; // a reshape that gains (a little) from a contiguous input copied it already
+  r.p.ops[1].kind = r.p.ops[2].kind = "aten::reshape";
+  for (auto& c : r.v().consumers)
+    c.time_contiguous_ms = c.time_as_is_ms - 0.001;
+  expectVerdict(r, 10, Action::None, "copying-reshape", false);
+}
+
+TEST(Rules, ReadersOfSizesAndExistingConversionsAreNotServed) {
+  Fixture f;
+  f.p.ops[1].kind = f.p.ops[2].kind = "aten::size";
+  expectVerdict(f, 10, Action::None, "sizes-only", false);
+  Fixture c;
+  c.p.ops[1].kind = c.p.ops[2].kind = "aten::contiguous";
+  expectVerdict(c, 10, Action::None, "already-converted", false);
+}
+
+TEST(Rules, WhatNoMeasurementSupportsIsNotDecided) {
+  Fixture f;
+  for (auto& c : f.v().consumers)
+    c.measured = false;
+  expectVerdict(f, 10, Action::None, "unmeasured", true);
+  Fixture r;
+  r.p.records[2].consumers[0].measured = false;
+  expectVerdict(r, 11, Action::None, "unmeasured", true);
+}
+
+TEST(Rules, SmallOrNegativeGainsAreLeftAlone) {
+  Fixture f;
+  for (auto& c : f.v().consumers)
+    c.time_contiguous_ms = c.time_as_is_ms + 0.1; // slower with a contiguous input
+  expectVerdict(f, 10, Action::None, "no-gain", false);
+  Fixture n;
+  for (auto& c : n.v().consumers)
+    c.time_contiguous_ms = c.time_as_is_ms - 0.06; // 0.12 saved for 0.1: inside the margin
+  expectVerdict(n, 10, Action::None, "noise-margin", false);
+  Fixture r; // removing a conversion its consumer needs: 0.2 costs, 0.25 saved
+  r.p.records[2].consumers[0].time_noncontiguous_ms = 1.25;
+  expectVerdict(r, 11, Action::None, "noise-margin", false);
+}
+
+TEST(Rules, AConstantsConversionIsFreeWhenEveryReaderGains) {
+  Fixture f;
+  f.v().origin = Origin::Constant;
+  expectVerdict(f, 10, Action::Sync, "constant-origin", false);
+  f.v().consumers[1].time_contiguous_ms = 1.2; // one reader loses: converted per run, if at all
+  EXPECT_NE(verdictFor(f, 10).rule, "constant-origin");
+}
+
+TEST(Rules, RemovalsNeedARecordedRowMajorConversion) {
+  Fixture f;
+  f.p.ops[3].inputs = {99}; // not a record
+  expectVerdict(f, 11, Action::None, "unrecorded-input", true);
+  Fixture m; // .contiguous(memory_format=...) to another format: a real change of layout
+  m.p.records[2].contiguous = false;
+  expectVerdict(m, 11, Action::None, "other-memory-format", true);
+  Fixture v; // a consumer that refuses a non-contiguous input
+  v.p.records[2].consumers[0].accepts_noncontiguous = false;
+  expectVerdict(v, 11, Action::None, "needs-contiguous", true);
+}
+
+TEST(Rules, AConversionOfAContiguousInputIsPureOverheadUnlessAViewNeedsIt) {
+  Fixture f;
+  f.p.records[1].layout = {{64, 64}, {64, 1}, 0, "float32", "cpu"};
+  f.p.records[1].contiguous = true;
+  expectVerdict(f, 11, Action::Remove, "contiguous-input", false);
+  f.p.ops[4].kind = "aten::view";
+  expectVerdict(f, 11, Action::None, "contiguous-input", true);
+}
+
+TEST(Rules, AProgramsEditMustSuitEveryUseAndReachItsOwnCode) {
+  Fixture f;
+  f.p.model.format = ModelFormat::LibtorchProgram;
+  f.v().consumers[1].identical_output = false; // one use would change its bits
+  expectVerdict(f, 10, Action::None, "program-wide-edit", true);
+  Fixture l; // made inside libtorch (no anchor): no expression of the program's own to edit
+  l.p.model.format = ModelFormat::LibtorchProgram;
+  l.p.ops[0].anchor = {};
+  expectVerdict(l, 10, Action::None, "library-internal", false);
+}
+
+TEST(Rules, TheLastRuleOfEachKindDecidesWhatTheOthersLeave) {
+  // The first verdict wins, and the last rule of each kind decides what the others leave: a
+  // fixture site reaches "convert" and "remove" only after every other rule passed.
+  Fixture f;
+  std::vector<std::string> seen;
+  for (const auto& v : siteVerdicts(f.p, f.cost, {}))
+    seen.push_back(v.rule);
+  EXPECT_EQ(seen, (std::vector<std::string>{"convert", "remove"}));
+}

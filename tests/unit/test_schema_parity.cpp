@@ -1,0 +1,151 @@
+// The C++ readers and the JSON Schemas (formats/schema/, through valijson) give the same verdict:
+// what the writers produce passes both, and each bad document below is refused by both. A reader
+// that accepts what its schema forbids, or a schema that forbids what the tools write, fails
+// here, so the two cannot drift apart.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scheduler_fixture.h"
+#include "schema_check.h"
+#include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
+#include "xalloc/scheduler/decide.h"
+
+using namespace xalloc;
+using namespace xalloc::formats;
+using nlohmann::json;
+using xalloc::testing::Fixture;
+using xalloc::testing::SchemaSet;
+
+namespace {
+
+const SchemaSet& schemas() {
+  static const SchemaSet s(XALLOC_SCHEMA_DIR);
+  return s;
+}
+
+// Whether the C++ reader of the document's kind accepts it.
+bool readerAccepts(const json& doc) {
+  try {
+    const std::string kind = schemaOf(doc);
+    if (kind == "xalloc.profile")
+      (void)profileFromJson(doc, "doc.json");
+    else if (kind == "xalloc.cost")
+      (void)costFromJson(doc, "doc.json");
+    else
+      (void)scheduleFromJson(doc, "doc.json");
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+// The three documents as the writers write them, from the scheduler tests' profile.
+std::vector<json> writtenDocuments() {
+  Fixture f;
+  f.p.ops[0].source = {"m.py", 3, 5, "y = x.t()"};
+  f.p.gpu_idle_events.push_back(Fixture::window(0, 1, 0.5));
+  const Schedule s = scheduler::makeSchedule(f.p, f.cost);
+  return {toJson(f.p), toJson(f.cost), toJson(s)};
+}
+
+struct Mutation {
+  const char* what;
+  std::size_t doc; // 0 profile, 1 cost, 2 schedule
+  std::function<void(json&)> apply;
+};
+
+} // namespace
+
+TEST(SchemaParity, WhatTheWritersWriteIsValidForBoth) {
+  for (const json& doc : writtenDocuments()) {
+    EXPECT_TRUE(schemas().errors(doc).empty())
+        << doc["schema"] << ": " << ::testing::PrintToString(schemas().errors(doc));
+    EXPECT_TRUE(readerAccepts(doc)) << doc["schema"];
+  }
+}
+
+TEST(SchemaParity, BadDocumentsAreRefusedByBoth) {
+  const std::vector<Mutation> mutations = {
+      {"another major version", 0,
+       [](json& d) {
+         d["schema_version"] = 7;
+       }},
+      {"an unknown schema", 1,
+       [](json& d) {
+         d["schema"] = "xalloc.costs";
+       }},
+      {"no model", 0,
+       [](json& d) {
+         d.erase("model");
+       }},
+      {"sizes as a string", 0,
+       [](json& d) {
+         d["records"][1]["sizes"] = "64x64";
+       }},
+      {"strides as a string", 0,
+       [](json& d) {
+         d["records"][1]["strides"] = "1,64";
+       }},
+      {"an origin no schema lists", 0,
+       [](json& d) {
+         d["records"][1]["origin"] = "weight";
+       }},
+      {"a model format no schema lists", 0,
+       [](json& d) {
+         d["model"]["format"] = "onnx";
+       }},
+      {"a consumer without its op", 0,
+       [](json& d) {
+         d["records"][1]["consumers"][0].erase("op_id");
+       }},
+      {"an op without its kind", 0,
+       [](json& d) {
+         d["ops"][0].erase("kind");
+       }},
+      {"a negative output index", 0,
+       [](json& d) {
+         d["records"][1]["output_index"] = -1;
+       }},
+      {"a decision's negative output index", 2,
+       [](json& d) {
+         d["decisions"][0]["output_index"] = -1;
+       }},
+      {"a cost table that is not an array", 1,
+       [](json& d) {
+         d["conversion_cost_table"] = json::object();
+       }},
+      {"a decision without its action", 2,
+       [](json& d) {
+         d["decisions"][0].erase("action");
+       }},
+      {"an action no schema lists", 2,
+       [](json& d) {
+         d["decisions"][0]["action"] = "copy";
+       }},
+      {"a form no schema lists", 2,
+       [](json& d) {
+         d["summary"]["form"] = "quick";
+       }},
+      {"an async decision without its window", 2,
+       [](json& d) {
+         d["decisions"][0]["action"] = "async";
+         d["decisions"][0].erase("window_id");
+       }},
+      {"a summary without its solver", 2,
+       [](json& d) {
+         d["summary"].erase("solver");
+       }},
+  };
+  const std::vector<json> written = writtenDocuments();
+  for (const Mutation& m : mutations) {
+    json doc = written[m.doc];
+    m.apply(doc);
+    EXPECT_FALSE(schemas().errors(doc).empty()) << "the schema accepts " << m.what;
+    EXPECT_FALSE(readerAccepts(doc)) << "the reader accepts " << m.what;
+  }
+}
