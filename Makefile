@@ -15,7 +15,7 @@ NAME       := $(basename $(notdir $(MODEL)))
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure build samples profile rewrite rewrite-cpp test bench format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -31,13 +31,16 @@ deps: ## install the Debian packages the project needs (quiet when all are prese
 configure: deps
 	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
 
+tools: configure ## build only what `make rewrite` runs: the four tools and the MinimalGPT sample
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target tools
+
 build: configure ## build the tools, the runtime, the samples and the tests (build/bin/)
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 samples: configure ## script MinimalGPT and the test models, build minigpt_cpp
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target samples
 
-profile: build ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/schedule.json
+profile: tools ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/schedule.json
 	@mkdir -p $(OUT)
 	$(BIN)/xprof $(MODEL) $(INPUTS) -o $(OUT)/profile.json
 	$(BIN)/xcost $(OUT)/profile.json -o $(OUT)/cost.json --report
@@ -46,7 +49,8 @@ profile: build ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/sch
 rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
 	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
 
-rewrite-cpp: build ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
+rewrite-cpp: tools ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook
 	@mkdir -p $(OUT)
 	$(BIN)/xprof run -p $(BUILD_DIR) -o $(OUT)/minigpt_cpp.profile.json -- $(BIN)/minigpt_cpp --steps 5
 	$(BIN)/xcost $(OUT)/minigpt_cpp.profile.json -o $(OUT)/minigpt_cpp.cost.json

@@ -1,45 +1,49 @@
 #!/usr/bin/env bash
 # Fails (exit 1) when a folder includes the headers of a part it may not depend on. The tools
 # (profiler/ xprof, costfit/ xcost, scheduler/ xsched, rewriter/ xrewrite) stand side by side
-# over the shared libraries and never include one another. Run by the test suite; the same rule
-# holds for the link lines (CMakeLists.txt), which only name the libraries allowed here.
+# over the shared libraries and never include one another's command line (their tool.h). Run by
+# the test suite; the link lines (CMakeLists.txt) name only the libraries allowed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # folder -> the parts its sources may include (xalloc/<part>/...; "common" is xalloc/*.h).
-declare -A allowed=(
-  [common]="common"
-  [formats]="common formats"
-  [memplan]="common formats memplan"
-  [costfit]="common formats costfit"
-  [scheduler]="common formats costfit memplan scheduler" # costfit: the cost model
-  [runtime]="common runtime"
-  [torchscript_pass]="common formats tspass"
-  [cppsource]="common formats cppsource"
-  [profiler]="common formats tspass runtime cppsource profiler"
-  [rewriter]="common formats tspass runtime cppsource rewriter"
-)
-
-# The tools' folders and the name of their headers' part.
-declare -A own=([profiler]=profiler [costfit]=costfit [scheduler]=scheduler [rewriter]=rewriter)
-
-bad=0
-for folder in "${!allowed[@]}"; do
-  while IFS= read -r hit; do
-    file=${hit%%:*}
-    header=$(sed -E 's/.*#include "xalloc\/([^"]+)".*/\1/' <<<"$hit")
-    part=common
-    [[ $header == */* ]] && part=${header%%/*}
-    if [[ " ${allowed[$folder]} " != *" $part "* ]]; then
-      echo "$file: error: $folder/ may not include xalloc/$header ($part/ is not below it)"
-      bad=1
-    elif [[ $header == */tool.h && $part != "${own[$folder]:-}" ]]; then
-      # A tool's command-line side (its Options and run) is its own, even where its library
-      # is shared (xsched uses costfit's cost model, never xcost).
-      echo "$file: error: $folder/ may not include xalloc/$header (another tool's command line)"
-      bad=1
-    fi
-  done < <(grep -rn --include='*.cpp' --include='*.h' --include='*.cu' '#include "xalloc/' "$folder" || true)
-done
-[[ $bad -eq 0 ]] && echo "check-layering: clean"
-exit $bad
+# scheduler/ may include costfit/'s cost model (xalloc_costmodel), never xcost's tool.h.
+allowed='
+common: common
+formats: common formats
+memplan: common formats memplan
+costfit: common formats costfit
+scheduler: common formats costfit memplan scheduler
+runtime: common runtime
+torchscript_pass: common formats tspass
+cppsource: common formats cppsource
+profiler: common formats tspass runtime cppsource profiler
+rewriter: common formats tspass runtime cppsource rewriter
+'
+folders=$(awk -F: 'NF == 2 {print $1}' <<<"$allowed")
+# shellcheck disable=SC2086
+grep -rnH --include='*.cpp' --include='*.h' --include='*.cu' '#include "xalloc/' $folders |
+  awk -v allowed="$allowed" '
+    BEGIN {
+      n = split(allowed, lines, "\n")
+      for (i = 1; i <= n; ++i)
+        if (split(lines[i], kv, ": ") == 2) ok[kv[1]] = " " kv[2] " "
+      own["profiler"] = "profiler"; own["costfit"] = "costfit"
+      own["scheduler"] = "scheduler"; own["rewriter"] = "rewriter"
+    }
+    {
+      file = $0; sub(/:.*/, "", file)
+      folder = file; sub(/\/.*/, "", folder)
+      header = $0; sub(/.*#include "xalloc\//, "", header); sub(/".*/, "", header)
+      part = "common"
+      if (index(header, "/")) { part = header; sub(/\/.*/, "", part) }
+      if (index(ok[folder], " " part " ") == 0) {
+        printf "%s: error: %s/ may not include xalloc/%s (%s/ is not below it)\n", file, folder, header, part
+        bad = 1
+      } else if (header ~ /\/tool\.h$/ && part != own[folder]) {
+        printf "%s: error: %s/ may not include xalloc/%s (another tool'"'"'s command line)\n", file, folder, header
+        bad = 1
+      }
+    }
+    END { exit bad }'
+echo "check-layering: clean"

@@ -10,6 +10,10 @@ cd "$WORK"
 RUN=(--iterations 2 --warmup 1 --repeats 7 -q --base-dir "$XALLOC_SOURCE")
 TORCH_FLAGS=(-std=c++17 -isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1)
 LIBS=(-ltorch -ltorch_cpu -lc10)
+# The patched programs are real libtorch builds; through ccache where the build uses it, so a
+# second run of the suite compiles only what changed.
+CXX=(g++)
+command -v ccache >/dev/null && CXX=(ccache g++)
 git_repo() { git init -q "$1" && git -C "$1" -c user.email=t@t -c user.name=t commit -q --allow-empty -m base; }
 
 # --- the mixer ---------------------------------------------------------------------------------
@@ -66,7 +70,7 @@ mkdir -p repo/tests/programs && cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" rep
   >mixer.diff || fail "xrewrite on the mixer"
 grep -q '^+  auto channels = x.permute({2, 0, 1}).contiguous();$' mixer.diff || fail "not converted: $(cat mixer.diff)"
 (cd repo && git apply ../mixer.diff) || fail "git apply refuses the patch"
-g++ -O1 "${TORCH_FLAGS[@]}" repo/tests/programs/mixer.cpp -o mixer-patched "${LIBS[@]}" ||
+"${CXX[@]}" -O1 "${TORCH_FLAGS[@]}" repo/tests/programs/mixer.cpp -o mixer-patched "${LIBS[@]}" ||
   fail "the patched mixer does not compile"
 "$XALLOC_BIN/xalloc-test-mixer" --steps 3 >before.txt
 ./mixer-patched --steps 3 >after.txt
@@ -109,7 +113,7 @@ fi
 git_repo gpt
 mkdir -p gpt/samples && cp -r "$XALLOC_SOURCE/samples/minigpt_cpp" gpt/samples/
 (cd gpt && git apply ../gpt.diff) || fail "git apply refuses the minigpt patch"
-g++ -O2 "${TORCH_FLAGS[@]}" gpt/samples/minigpt_cpp/main.cpp -o gpt-patched "${LIBS[@]}" ||
+"${CXX[@]}" -O2 "${TORCH_FLAGS[@]}" gpt/samples/minigpt_cpp/main.cpp -o gpt-patched "${LIBS[@]}" ||
   fail "the patched minigpt does not compile"
 "$XALLOC_BIN/minigpt_cpp" --steps 12 --eval-iters 0 >loss-before.txt
 ./gpt-patched --steps 12 --eval-iters 0 >loss-after.txt
