@@ -1,6 +1,6 @@
 // A libtorch program for the real-headers test: parsed with Debian's libtorch headers, patched,
 // and compiled again.
-#include <torch/torch.h>
+#include <torch/types.h> // the tensor API without the C++ frontend: half the parse
 
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w) {
   auto xt = x.transpose(0, 1);

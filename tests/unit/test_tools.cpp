@@ -1,11 +1,13 @@
 // Every tool as a function: options in a plain struct, an exit code out, no argv. The pipeline
 // runs in this process on a scripted test model: runXprof -> runXcost -> runXsched (and
-// runMemplan) -> runXrewrite, each reading what the one before wrote.
+// runMemplan) -> runXrewrite, each reading what the one before wrote; runXprofRun profiles the
+// tests' libtorch program.
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "profile_samples.h"
 #include "temp_path.h"
 #include "xalloc/costfit/tool.h"
 #include "xalloc/error.h"
@@ -18,19 +20,13 @@
 using namespace xalloc;
 using xalloc::testing::tempPath;
 
-namespace {
-std::string sample(const std::string& name) {
-  return std::string(XALLOC_SAMPLES_DIR) + "/" + name + ".pt";
-}
-} // namespace
-
 TEST(Tools, ThePipelineRunsAsFunctionsOnFiles) {
   const std::string profile = tempPath("tools_profile.json"), cost = tempPath("tools_cost.json"),
                     schedule = tempPath("tools_schedule.json"), plan = tempPath("tools_plan.json"),
                     out = tempPath("tools_mixer.opt.pt");
 
   profiler::XprofOptions xp;
-  xp.profile.model = sample("mixer");
+  xp.profile.model = xalloc::testing::samplePath("mixer");
   xp.profile.iterations = 2;
   xp.profile.warmup = 1;
   xp.profile.repeats = 5;
@@ -76,6 +72,20 @@ TEST(Tools, ThePipelineRunsAsFunctionsOnFiles) {
   check.output.clear();
   check.check = true;
   EXPECT_EQ(rewriter::runXrewrite(check), kExitOk);
+
+  // xprof run on a libtorch program: runXprofRun, its hook preloaded into a real process.
+  profiler::XprofRunOptions run;
+  run.run.command = {XALLOC_TEST_MIXER, "--steps", "2"};
+  run.run.iterations = 1;
+  run.run.repeats = 3;
+  run.run.measure_consumers = false;
+  run.output = tempPath("tools_program.json");
+  run.quiet = true;
+  ASSERT_EQ(profiler::runXprofRun(run), kExitOk);
+  const formats::Profile program = formats::loadProfile(run.output);
+  EXPECT_EQ(program.model.format, formats::ModelFormat::LibtorchProgram);
+  EXPECT_FALSE(program.ops.empty());
+  std::filesystem::remove(run.output);
 
   // Bad input is an InputError, which main() turns into one line and exit 2.
   scheduler::XschedOptions bad = xs;
