@@ -7,7 +7,6 @@
 
 namespace xalloc::runtime {
 
-using detail::bytesText;
 using detail::nowMs;
 
 LogStage::LogStage(std::shared_ptr<Upstream> up, const std::string& path) : up_(std::move(up)) {

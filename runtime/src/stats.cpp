@@ -9,7 +9,6 @@
 namespace xalloc::runtime {
 
 using detail::bytesText;
-using detail::nowMs;
 
 namespace {
 std::atomic<std::uint64_t> next_stats_id{1};

@@ -171,9 +171,9 @@ private:
   }
 
   // The facts the sync rules read: each consumer classified and weighed, the conversion priced.
-  rules::SyncSite syncFacts(const Record& r, const formats::Op& producer, double& var,
-                            double& served_ms) const {
+  rules::SyncSite syncFacts(const Record& r, const formats::Op& producer) const {
     rules::SyncSite s(r, producer, p_);
+    double var = 0, served_ms = 0; // of the saving, and the consumers' time it trades
     s.program = p_.model.format == formats::ModelFormat::LibtorchProgram;
     for (const auto& c : r.consumers) {
       const formats::Op* op = p_.findOp(c.op_id);
@@ -249,8 +249,7 @@ private:
   }
 
   void decideSync(const Record& r, const formats::Op& producer, Candidate& c) const {
-    double var = 0, served_ms = 0;
-    const rules::SyncSite s = syncFacts(r, producer, var, served_ms);
+    const rules::SyncSite s = syncFacts(r, producer);
     for (const auto& rule : rules::syncRules()) {
       auto v = rule.check(s);
       if (!v)

@@ -9,7 +9,7 @@ std::optional<Verdict> constantOrigin(const SyncSite& s) {
   if (!s.constant || !s.worth())
     return std::nullopt;
   return Verdict{formats::Action::Sync,
-                 "saves " + ms(s.saving) + " in " + std::to_string(s.gaining.size()) +
+                 "saves " + fmtMs(s.saving) + " in " + std::to_string(s.gaining.size()) +
                      " consumer(s); the value comes from constants, so it is converted once, "
                      "into the model, and costs nothing per run" +
                      s.made_and_read,

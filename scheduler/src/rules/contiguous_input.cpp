@@ -15,7 +15,7 @@ std::optional<Verdict> contiguousInput(const RemoveSite& s) {
                    "not be at others");
   return Verdict{formats::Action::Remove,
                  "the input is already contiguous: the call is pure overhead (" +
-                     ms(s.conversion.duration_ms) + ")",
+                     fmtMs(s.conversion.duration_ms) + ")",
                  false, Carries::Call};
 }
 

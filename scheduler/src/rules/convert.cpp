@@ -8,8 +8,8 @@ std::optional<Verdict> convert(const SyncSite& s) {
   if (!s.worth())
     return std::nullopt;
   return Verdict{formats::Action::Sync,
-                 "saves " + ms(s.saving) + " in " + std::to_string(s.gaining.size()) +
-                     " consumer(s) for a " + s.cost_model + " cost of " + ms(s.cost) +
+                 "saves " + fmtMs(s.saving) + " in " + std::to_string(s.gaining.size()) +
+                     " consumer(s) for a " + s.cost_model + " cost of " + fmtMs(s.cost) +
                      withAllocation(s.allocation) + s.made_and_read,
                  false, Carries::Gaining};
 }

@@ -16,10 +16,10 @@ std::optional<std::string> libraryInternal(const Edited& e) {
   if (!e.producer.source.text.empty())
     where = "`" + e.producer.source.text + "` at " + where;
   const std::string gain = d.action == formats::Action::Remove
-                               ? "removing it would save " + ms(d.predicted_cost_ms) + " for " +
-                                     ms(d.predicted_saving_ms) + " more in its consumers"
-                               : "a contiguous copy would save " + ms(d.predicted_saving_ms) +
-                                     " for a cost of " + ms(d.predicted_cost_ms);
+                               ? "removing it would save " + fmtMs(d.predicted_cost_ms) + " for " +
+                                     fmtMs(d.predicted_saving_ms) + " more in its consumers"
+                               : "a contiguous copy would save " + fmtMs(d.predicted_saving_ms) +
+                                     " for a cost of " + fmtMs(d.predicted_cost_ms);
   return gain + ", but libtorch makes it (" + e.producer.kind + " inside " + where +
          "): no expression of the program's own to edit";
 }

@@ -6,8 +6,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> noCostModel(const SyncSite& s) {
   if (s.priced)
     return std::nullopt;
-  return Verdict{formats::Action::None,
-                 "no cost model covers " + s.record.layout.dtype + " on " + s.record.layout.device};
+  return blocked("no cost model covers " + s.record.layout.dtype + " on " + s.record.layout.device);
 }
 
 } // namespace xalloc::scheduler::rules

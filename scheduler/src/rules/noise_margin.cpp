@@ -7,9 +7,9 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> noiseMargin(const SyncSite& s) {
   if (s.worth())
     return std::nullopt;
-  return notWorth(s, "saving " + ms(s.saving) + " does not beat the " + s.cost_model + " cost " +
-                         ms(s.cost) + withAllocation(s.allocation) + " by " +
-                         marginName(s.margin_is_floor) + " " + ms(s.margin));
+  return notWorth(s, "saving " + fmtMs(s.saving) + " does not beat the " + s.cost_model + " cost " +
+                         fmtMs(s.cost) + withAllocation(s.allocation) + " by " +
+                         marginName(s.margin_is_floor) + " " + fmtMs(s.margin));
 }
 
 std::optional<Verdict> noiseMarginRemove(const RemoveSite& s) {
@@ -17,9 +17,9 @@ std::optional<Verdict> noiseMarginRemove(const RemoveSite& s) {
   if (call - s.extra > s.margin)
     return std::nullopt;
   return Verdict{formats::Action::None,
-                 "the conversion (" + ms(call) + ") saves its consumers " + ms(s.extra) +
+                 "the conversion (" + fmtMs(call) + ") saves its consumers " + fmtMs(s.extra) +
                      "; removing it gains less than " + marginName(s.margin_is_floor) + " " +
-                     ms(s.margin),
+                     fmtMs(s.margin),
                  false, Carries::Measured};
 }
 

@@ -3,8 +3,6 @@
 
 #include <set>
 
-#include "../candidates.h"
-
 namespace xalloc::scheduler::rules {
 
 #define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
@@ -50,14 +48,10 @@ const std::vector<Registered<EditRule>>& editRules() {
 #undef REMOVE_RULE
 #undef EDIT_RULE
 
-std::string ms(double value) {
-  return fmtMs(value);
-}
-
 std::string withAllocation(double allocation_ms) {
   if (!(allocation_ms >= 0.0005))
     return "";
-  return " (of which " + ms(allocation_ms) + " for its fresh output)";
+  return " (of which " + fmtMs(allocation_ms) + " for its fresh output)";
 }
 
 const char* marginName(bool is_floor) {

@@ -5,8 +5,8 @@ namespace xalloc::scheduler::rules {
 
 std::optional<Verdict> remove(const RemoveSite& s) {
   return Verdict{formats::Action::Remove,
-                 "costs " + ms(s.conversion.duration_ms) + " but saves its consumers only " +
-                     ms(s.extra),
+                 "costs " + fmtMs(s.conversion.duration_ms) + " but saves its consumers only " +
+                     fmtMs(s.extra),
                  false, Carries::Measured};
 }
 

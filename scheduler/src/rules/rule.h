@@ -15,6 +15,8 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/formats/schedule.h"
 
+#include "../candidates.h" // fmtMs
+
 namespace xalloc::scheduler::rules {
 
 /// What a verdict's decision carries besides its action and reason.
@@ -136,13 +138,12 @@ inline Verdict notWorth(const SyncSite& s, std::string reason) {
   return {formats::Action::None, std::move(reason), s.nothingToServe(), Carries::Candidates, true};
 }
 
-/// A removal some consumer rules out: nothing weighed, a veto.
+/// A site ruled out before anything is weighed (a write, no price, a consumer that refuses):
+/// nothing carried, a veto.
 inline Verdict blocked(std::string reason) {
   return {formats::Action::None, std::move(reason), true, Carries::Nothing, true};
 }
 
-/// "0.1234 ms" (candidates.h's, for the rules' reasons).
-std::string ms(double value);
 /// " (of which 13.8 ms for its fresh output)" when a fresh output is a visible part of a cost.
 std::string withAllocation(double allocation_ms);
 /// "the noise margin" or "the smallest gain worth an edit".

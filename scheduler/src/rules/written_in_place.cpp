@@ -7,8 +7,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> writtenInPlace(const SyncSite& s) {
   if (!s.record.has_writers)
     return std::nullopt;
-  return Verdict{formats::Action::None,
-                 "the value is written in place; a copy would change what the write affects"};
+  return blocked("the value is written in place; a copy would change what the write affects");
 }
 
 std::optional<Verdict> writtenInPlaceRemove(const RemoveSite& s) {
