@@ -15,7 +15,7 @@ NAME       := $(basename $(notdir $(MODEL)))
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -62,6 +62,9 @@ test: build ## build and run the test suite
 
 bench: build ## original vs rewritten latency, side by side, for the sample and test models
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench bash bench/run.sh
+
+bench-peer: build ## original / peer (optimize_for_inference) / ours on public models, one thread
+	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
 
 format: ## clang-format every C++ file in place
 	@git ls-files '*.cpp' '*.h' '*.h.in' '*.cu' | xargs clang-format -i

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <torch/csrc/jit/api/module.h>
 
@@ -22,10 +21,12 @@
 #include "xalloc/profiler/measure.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
-#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/model_warnings.h"
+#include "xalloc/tspass/threads.h"
 #include "xalloc/tspass/value_compare.h"
+
+#include "bench_inputs.h"
 
 using namespace xalloc;
 
@@ -46,23 +47,9 @@ int run(const Args& args) {
   auto ma = tspass::loadModel(args.a);
   auto mb = tspass::loadModel(args.b);
   if (args.threads > 0)
-    at::set_num_threads(args.threads);
-  std::vector<c10::IValue> inputs;
-  if (!args.input_file.empty()) {
-    // Typed as forward declares them, and checked: a value that does not fit is an input error.
-    inputs = xalloc::tspass::methodInputs(
-        ma.module, "forward",
-        xalloc::tspass::parseInputFile(readFile(args.input_file), args.input_file),
-        args.input_file);
-    inputs.erase(inputs.begin());
-  } else {
-    auto specs = xalloc::tspass::specFromExtraFiles(ma.extra_files, ma.path);
-    if (specs.empty())
-      throw InputError(args.a, "no example inputs stored in the model (pass --input-file)");
-    inputs = xalloc::tspass::methodInputs(ma.module, "forward",
-                                          xalloc::tspass::makeInputs(specs, 0), ma.path);
-    inputs.erase(inputs.begin());
-  }
+    tspass::setMathThreads(args.threads);
+  std::vector<c10::IValue> inputs =
+      bench::benchInputs(ma.module, ma.extra_files, ma.path, args.input_file);
   // Same results first: a faster model that computes something else is not faster.
   if (!xalloc::tspass::bitwiseEqual(ma.module.forward(inputs), mb.module.forward(inputs)))
     throw InputError(args.b, "outputs differ from " + args.a);
@@ -88,7 +75,8 @@ int main(int argc, char** argv) {
   app.add_option("rewritten", args.b, "the rewritten model")->required();
   app.add_option("--runs", args.runs, "timed runs of each")->check(CLI::PositiveNumber);
   app.add_option("--warmup", args.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", args.threads, "intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", args.threads, "libtorch and BLAS threads, set together")
+      ->check(CLI::PositiveNumber);
   app.add_option("--input-file", args.input_file, "inputs saved with torch.save");
   app.add_option("--load-library", args.op_libraries, "a library of custom ops");
   if (auto code = parseCommandLine(app, argc, argv))

@@ -4,11 +4,16 @@
 # only used by the tests, to check the scheduler's exact solver against an ILP solver;
 # clang-tidy-14 only by `make bench` (xrewrite's speed is compared with it); libvalijson-dev and
 # python3-yaml only by the tests (the schemas through valijson; --export-fixes read by PyYAML).
+# libopenblas0-pthread is the backend: installing it makes Debian's libblas.so.3 alternative point
+# at OpenBLAS, which libtorch then runs on, as deployments do. libblas3 (the reference BLAS) stays
+# installed beside it for the few labelled checks that need it (tests/cli/lib.sh). torchvision
+# gives `make bench-peer` its public models.
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ccache git clang-format
-  libtorch-dev python3-torch
+  libtorch-dev python3-torch python3-torchvision
+  libopenblas0-pthread libblas3
   libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14 clang-tidy-14
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev

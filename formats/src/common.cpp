@@ -223,6 +223,8 @@ json toJson(const DeviceInfo& v) {
          {"caches", toJson(v.caches)}};
   if (!v.libraries.empty())
     j["libraries"] = v.libraries;
+  if (v.blas_threads > 0)
+    j["blas_threads"] = v.blas_threads;
   return j;
 }
 
@@ -239,6 +241,9 @@ DeviceInfo readDeviceInfo(const JsonReader& r) {
     d.caches.l3_bytes = c->getInt("l3_bytes", 0);
   }
   d.libraries = r.getString("libraries", "");
+  d.blas_threads = r.getInt("blas_threads", 0);
+  if (d.blas_threads < 0)
+    r.at("blas_threads").fail("expected a non-negative thread count");
   return d;
 }
 

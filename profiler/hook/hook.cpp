@@ -36,6 +36,7 @@
 #include "xalloc/io.h"
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/measure.h"
+#include "xalloc/threads.h"
 
 #include "replay.h"
 #include "stacks.h"
@@ -321,6 +322,7 @@ public:
     p.settings.warmup = warmup_;
     p.settings.repeats = repeats_;
     p.device.threads = at::get_num_threads();
+    p.device.blas_threads = xalloc::blasThreads(); // the program's own setting, as it ran
     nlohmann::json mods = nlohmann::json::array();
     for (const auto& m : modules_)
       mods.push_back({{"path", m.path}, {"user", m.user}});

@@ -13,15 +13,6 @@
 
 namespace xalloc::profiler {
 
-int availableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
-
 std::string cpuName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;

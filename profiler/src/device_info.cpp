@@ -24,6 +24,7 @@ formats::DeviceInfo describeCpu(bool measure_bandwidth) {
   d.type = "cpu";
   d.name = cpuName();
   d.threads = at::get_num_threads();
+  d.blas_threads = blasThreads();
   d.cores = availableCpus();
   d.caches = cpuCaches();
   d.libraries = mathLibraries();

@@ -10,6 +10,7 @@ void Profiler::openDb() {
   const auto& d = p_.device;
   std::string device = d.type + "|" + d.name + "|cores=" + std::to_string(d.cores) +
                        "|threads=" + std::to_string(d.threads) +
+                       "|blas_threads=" + std::to_string(d.blas_threads) +
                        "|caches=" + std::to_string(d.caches.l1d_bytes) + "," +
                        std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
   std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion + "|method " +

@@ -12,8 +12,9 @@ formats::Profile Profiler::run() {
     throw InputError("xprof", "--iterations and --repeats must be at least 1");
   if (o_.sweep && o_.sweep_count < 1)
     throw InputError("xprof", "--sweep-count must be at least 1");
-  if (o_.threads > 0)
-    at::set_num_threads(o_.threads);
+  // libtorch's and the BLAS's threads together (OpenBLAS would otherwise start one per core
+  // beside libtorch's pool); the profile records both.
+  tspass::setMathThreads(o_.threads);
   steadyStateMalloc();
   progress_.phase("loading", 1);
   tspass::LoadedModel model = tspass::loadModel(o_.model);

@@ -42,6 +42,7 @@
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/mutation.h"
+#include "xalloc/tspass/threads.h"
 #include "xalloc/version.h"
 
 namespace xalloc::profiler::detail {

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/error.h"
@@ -61,6 +62,20 @@ void warnIfOtherMathLibraries(const formats::Schedule& schedule, const std::stri
   printWarning(where, "the schedule was profiled on other math libraries (" +
                           (was == is ? was + ", changed since" : was + ", here " + is) +
                           "): its savings may not hold here; profile again on this machine");
+}
+
+// A schedule's timings hold at the thread count they were measured at (libtorch's and the
+// BLAS's, set together): say so when the model is about to be checked at another.
+void noteThreadCount(const formats::Schedule& schedule, const std::string& where, bool quiet) {
+  if (quiet || !schedule.device || schedule.device->threads < 1)
+    return;
+  const int now = at::get_num_threads();
+  if (now == schedule.device->threads)
+    return;
+  printNote(where, "the schedule was measured at " + std::to_string(schedule.device->threads) +
+                       " thread(s) (libtorch and BLAS); its savings hold for runs at that count, "
+                       "not at this process's " +
+                       std::to_string(now));
 }
 
 // "a/model.pt::forward" like git; absolute paths keep no prefix.
@@ -152,6 +167,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (o.verify && !o.output.empty())
     verify = verifyInputs(o, schedule, model);
   warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
+  noteThreadCount(schedule, o.schedule.empty() ? "<stdin>" : o.schedule, o.quiet);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
                            " (another file); decisions are matched by source anchor");

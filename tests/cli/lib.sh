@@ -12,6 +12,16 @@ fail() {
   exit 1
 }
 
+# The suite runs on the BLAS users run (OpenBLAS, the default install). A few checks are about
+# exactness or timing that only Debian's reference BLAS shows (a transposed weight changes no
+# bits there; a linear is slow enough to leave a window): they run on it, labelled, through
+# on_reference_blas CMD..., and are skipped where it is not installed.
+REFERENCE_BLAS_DIR=/usr/lib/x86_64-linux-gnu/blas
+have_reference_blas() { [[ -e "$REFERENCE_BLAS_DIR/libblas.so.3" ]]; }
+on_reference_blas() {
+  LD_LIBRARY_PATH="$REFERENCE_BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
+
 # expect_error CODE PATTERN -- CMD...: runs CMD, checks its exit code, that stderr is exactly one
 # line, and that the line matches PATTERN (grep -E).
 expect_error() {

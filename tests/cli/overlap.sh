@@ -12,7 +12,14 @@ fi
 # its consumer, leaving a core idle; xsched hides the conversion there and the fast form runs it
 # on the side worker, bit-identical to the original. Only the fast form has a side worker: a
 # plan for the portable one (the default) converts synchronously.
-xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" -o "$WORK/overlap.profile.json"
+# One thread for libtorch and the BLAS (set together): OpenBLAS would otherwise run the branch's
+# products on both cores and leave none idle.
+xprof "$XALLOC_SAMPLES/overlap.pt" "${QUICK[@]}" --threads 1 -o "$WORK/overlap.profile.json"
+python3 - "$WORK/overlap.profile.json" <<'PY' || fail "overlap: the profile does not record one thread"
+import json, sys
+d = json.load(open(sys.argv[1]))["device"]
+assert d["threads"] == 1 and d.get("blas_threads", 1) == 1, d
+PY
 xcost "$WORK/overlap.profile.json" -o "$WORK/overlap.cost.json"
 xsched --profile "$WORK/overlap.profile.json" --cost "$WORK/overlap.cost.json" \
   -o "$WORK/overlap.portable.json"

@@ -1,13 +1,16 @@
 // Device facts that scope the timing database: the math libraries libtorch runs on, and
-// recognising Debian's reference BLAS among them.
+// recognising Debian's reference BLAS among them; the thread counts the math runs at.
 #include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include "xalloc/math_libraries.h"
 #include "xalloc/profiler/device_info.h"
+#include "xalloc/threads.h"
+#include "xalloc/tspass/threads.h"
 
 using namespace xalloc;
 
@@ -42,4 +45,23 @@ TEST(DeviceInfo, ReferenceBlasIsDebiansBlasAlternative) {
   EXPECT_EQ(xalloc::referenceBlas("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3@1"), "");
   EXPECT_EQ(xalloc::referenceBlas("/tmp/otherblas/libblas.so.3@1"), "");
   EXPECT_EQ(xalloc::referenceBlas(""), "");
+}
+
+// libtorch's and the BLAS's threads are set together, never above the CPUs this process has.
+TEST(MathThreads, SetTogetherAndNeverAboveTheCpus) {
+  const int before = at::get_num_threads();
+  const bool openblas = xalloc::mathLibraries().find("openblas") != std::string::npos;
+  EXPECT_EQ(xalloc::tspass::setMathThreads(1), 1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  if (openblas) {
+    EXPECT_EQ(xalloc::blasThreads(), 1); // found through OpenBLAS's own symbols
+  }
+  const int cpus = xalloc::availableCpus();
+  EXPECT_EQ(xalloc::tspass::setMathThreads(cpus + 7), cpus);
+  EXPECT_EQ(at::get_num_threads(), cpus);
+  if (openblas) {
+    EXPECT_EQ(xalloc::blasThreads(), cpus);
+  }
+  EXPECT_EQ(xalloc::tspass::setMathThreads(0), cpus); // keeps libtorch's, aligns the BLAS
+  xalloc::tspass::setMathThreads(before);
 }

@@ -10,6 +10,7 @@
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
 
 using namespace xalloc;
 using namespace xalloc::tspass;
@@ -162,8 +163,10 @@ TEST(ExposeLinear, ConvertedWeightStaysExposedConvertedInputGoesBack) {
     if (n->kind() == c10::aten::linear)
       reads_converted |= n->input(0)->node()->kind() == c10::aten::contiguous;
   EXPECT_TRUE(reads_converted);
+  // The same computation; the bits only where the BLAS reads a contiguous and a transposed
+  // weight in the same order (the reference BLAS does, OpenBLAS does not).
   for (std::uint64_t seed : {4u, 5u})
-    EXPECT_TRUE(sameBits(original.forward(inputs(seed)), m.forward(inputs(seed))));
+    EXPECT_LE(maxRelativeError(original.forward(inputs(seed)), m.forward(inputs(seed))), 1e-5);
 }
 
 TEST(ExposeLinear, OptionalBiasIsLeftAlone) {

@@ -50,3 +50,34 @@ TEST(ValueCompare, DictsCompareByKeyAndValueInOrder) {
   EXPECT_TRUE(xalloc::tspass::bitwiseEqual(make(boxes, "labels"), make(column_major, "labels")));
   EXPECT_FALSE(xalloc::tspass::sameLayout({make(boxes, "labels")}, {make(column_major, "labels")}));
 }
+
+// The tolerance's measure: max |x - ref| over max |ref|, per output, the worst over outputs.
+TEST(ValueCompare, RelativeErrorIsTheWorstOutputsMaxDifferenceOverItsScale) {
+  using xalloc::tspass::maxRelativeError;
+  auto a = at::arange(1, 9, at::kFloat).reshape({2, 4}); // max |a| = 8
+  EXPECT_EQ(maxRelativeError(a, a.t().contiguous().t()), 0.0);
+  auto b = a.clone();
+  b[1][3] = 8.5f; // off by 0.5 where |a| is largest: 0.5 / 8
+  EXPECT_DOUBLE_EQ(maxRelativeError(a, b), 0.0625);
+  // Per output: the second output's own scale (2), not the first's.
+  auto s = at::full({3}, 2.0f), s2 = s.clone();
+  s2[0] = 2.2f;
+  auto out = c10::ivalue::Tuple::create({c10::IValue(a), c10::IValue(s)});
+  auto out2 = c10::ivalue::Tuple::create({c10::IValue(a), c10::IValue(s2)});
+  EXPECT_NEAR(maxRelativeError(out, out2), 0.1, 1e-6);
+  // NaN and infinities where the reference has them are equal; elsewhere unbounded.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto n = at::tensor({1.0f, nan, inf});
+  EXPECT_EQ(maxRelativeError(n, n.clone()), 0.0);
+  auto n2 = n.clone();
+  n2[0] = nan;
+  EXPECT_TRUE(std::isinf(maxRelativeError(n, n2)));
+  // Other sizes, other dtypes, unequal integers: unbounded.
+  EXPECT_TRUE(std::isinf(maxRelativeError(a, a.reshape({4, 2}))));
+  EXPECT_TRUE(std::isinf(maxRelativeError(a, a.to(at::kDouble))));
+  auto i = at::arange(4);
+  EXPECT_EQ(maxRelativeError(i, i.clone()), 0.0);
+  EXPECT_TRUE(std::isinf(maxRelativeError(i, i + 1)));
+  EXPECT_TRUE(std::isinf(maxRelativeError(c10::IValue(int64_t{3}), c10::IValue(int64_t{4}))));
+}

@@ -1,7 +1,10 @@
 // bitwiseEqual for tensors, lists, tuples, dicts and scalars.
 #include "xalloc/tspass/value_compare.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -70,6 +73,74 @@ bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b) {
   if (a.isString() && b.isString())
     return a.toStringRef() == b.toStringRef();
   return false; // anything else: not shown to be equal
+}
+
+namespace {
+std::vector<c10::IValue> leaves(const c10::IValue& v) {
+  std::vector<c10::IValue> out;
+  if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements())
+      for (auto& l : leaves(e))
+        out.push_back(std::move(l));
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef())
+      for (auto& l : leaves(e))
+        out.push_back(std::move(l));
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict())
+      for (auto& l : leaves(e.value()))
+        out.push_back(std::move(l));
+  } else {
+    out.push_back(v);
+  }
+  return out;
+}
+
+double tensorError(const at::Tensor& ref, const at::Tensor& x) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (ref.defined() != x.defined())
+    return kInf;
+  if (!ref.defined() || ref.numel() == 0)
+    return ref.defined() && x.sizes() != ref.sizes() ? kInf : 0.0;
+  if (ref.sizes() != x.sizes() || ref.scalar_type() != x.scalar_type())
+    return kInf;
+  at::Tensor r = ref.is_mkldnn() ? ref.to_dense() : ref;
+  at::Tensor y = x.is_mkldnn() ? x.to_dense() : x;
+  if (!at::isFloatingType(r.scalar_type()) && !at::isComplexType(r.scalar_type()))
+    return at::equal(r.cpu(), y.cpu()) ? 0.0 : kInf;
+  at::Tensor rd = r.cpu().to(at::kDouble);
+  at::Tensor yd = y.cpu().to(at::kDouble);
+  // NaN where the reference has NaN, and the same infinity where it has one, count as equal;
+  // anything else non-finite is an unbounded error.
+  at::Tensor same_special = (rd.isnan() & yd.isnan()) | (rd.isinf() & (rd == yd));
+  rd = at::where(same_special, at::zeros_like(rd), rd);
+  yd = at::where(same_special, at::zeros_like(yd), yd);
+  const double diff = (yd - rd).abs().max().item<double>();
+  if (diff == 0)
+    return 0.0;
+  if (!std::isfinite(diff))
+    return kInf;
+  const double scale = rd.abs().max().item<double>();
+  return scale > 0 ? diff / scale : kInf;
+}
+} // namespace
+
+double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto a = leaves(reference);
+  const auto b = leaves(x);
+  if (a.size() != b.size())
+    return kInf;
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double e = 0;
+    if (a[i].isTensor() && b[i].isTensor())
+      e = tensorError(a[i].toTensor(), b[i].toTensor());
+    else
+      e = bitwiseEqual(a[i], b[i]) ? 0.0 : kInf;
+    worst = std::max(worst, e);
+  }
+  return worst;
 }
 
 namespace {

@@ -94,6 +94,7 @@ struct DeviceInfo {
   std::string name;
   std::int64_t threads = 1;       // intra-op threads used while profiling
   std::int64_t cores = 1;         // logical cores the process may use
+  std::int64_t blas_threads = 0;  // the BLAS's own threads (OpenBLAS); 0: it has no such count
   double copy_bandwidth_gbps = 0; // measured plain contiguous copy (read + write bytes / s)
   CacheInfo caches;
   /// The BLAS, LAPACK and oneDNN files libtorch ran on ("path@bytes;..."; empty when unknown):

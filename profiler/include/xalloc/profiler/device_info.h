@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "xalloc/formats/common.h"
+#include "xalloc/threads.h"
 
 namespace xalloc::profiler {
 
-/// Logical CPUs this process may run on (affinity mask).
-int availableCpus();
+using xalloc::availableCpus;
 
 /// /proc/cpuinfo's model name ("cpu" when it has none).
 std::string cpuName();

@@ -12,6 +12,12 @@ namespace xalloc::tspass {
 bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b);
 bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 
+/// How far `x` is from `reference`, output by output: max |x - ref| over max |ref| for each
+/// floating-point tensor (in lists, tuples and dicts too), the largest over all of them. Integer
+/// and boolean tensors and other values count 0 when equal and +inf when not; so do tensors of
+/// other sizes or dtypes. 0 means the same values (not necessarily the same bits of -0 / NaN).
+double maxRelativeError(const c10::IValue& reference, const c10::IValue& x);
+
 /// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
 bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `make bench-peer`: original / peer / ours on public models, side by side in one process.
+# For each model and batch: script it (torchvision, random weights), run the pipeline at one
+# thread (xprof --threads 1: libtorch's and OpenBLAS's threads together), rewrite it, then time
+# the original, the peer (optimize_for_inference(freeze(m))), ours and ours under the peer,
+# interleaved (xbench-peer). Prints one table and the geometric means; JSON per model in OUT.
+#
+#   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 make bench-peer
+set -euo pipefail
+BIN=${BIN:-build/bin}
+SAMPLES=${SAMPLES:-build/samples}
+OUT=${OUT:-data/tmp/bench-peer}
+RUNS=${RUNS:-30}
+THREADS=${THREADS:-1}
+BATCHES=${BATCHES:-1}
+MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t"}
+PY=${PY:-/usr/bin/python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+export PATH="$BIN:$PATH"
+
+echo "backend: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3), threads $THREADS"
+results=()
+run_one() { # run_one NAME MODEL.pt
+  local name=$1 model=$2 d="$OUT/$1"
+  mkdir -p "$d"
+  xprof "$model" --threads "$THREADS" -q -o "$d/profile.json"
+  xcost "$d/profile.json" | xsched -o "$d/schedule.json"
+  xrewrite "$model" -s "$d/schedule.json" -o "$d/ours.pt" -q
+  xbench-peer "$model" "$d/ours.pt" --peer-of-ours --threads "$THREADS" --runs "$RUNS" \
+    --json "$d/table.json" | sed "s|$d/||g"
+  results+=("$d/table.json")
+}
+for b in $BATCHES; do
+  # shellcheck disable=SC2086
+  for path in $("$PY" "$HERE/torchvision_models.py" "$OUT/models" "$b" $MODELS); do
+    name=$(basename "$path" .pt)
+    echo "== $name"
+    run_one "$name" "$path"
+  done
+done
+if [[ -f "$SAMPLES/minigpt.pt" ]]; then
+  echo "== minigpt"
+  run_one minigpt "$SAMPLES/minigpt.pt"
+fi
+
+"$PY" - "${results[@]}" <<'PY'
+import json, math, sys
+rows = [json.load(open(p)) for p in sys.argv[1:]]
+print()
+print(f"{'model':<28} {'original ms':>11} {'peer':>7} {'ours':>7} {'ours+peer':>9} {'ours/peer':>9} {'best/peer':>9}  max error")
+g = {"peer": [], "ours": [], "ours+peer": [], "ours/peer": [], "best/peer": []}
+for r in rows:
+    c = {x["name"].split("/")[-1]: x for x in r["contenders"]}
+    orig, peer = c["original"], c["peer"]
+    ours = next(x for k, x in c.items() if k.endswith("ours.pt"))
+    both = next((x for k, x in c.items() if k.endswith("+peer")), None)
+    best = max([ours] + ([both] if both else []), key=lambda x: x["vs_original"])
+    name = r["model"].split("/")[-1].removesuffix(".pt")
+    err = max(float(x["max_error"]) for x in r["contenders"])
+    print(f"{name:<28} {orig['median_ms']:>11.2f} {peer['vs_original']:>6.2f}x {ours['vs_original']:>6.2f}x "
+          f"{(both or ours)['vs_original']:>8.2f}x {ours['vs_peer']:>8.2f}x {best['vs_peer']:>8.2f}x  {err:.1e}")
+    g["peer"].append(peer["vs_original"]); g["ours"].append(ours["vs_original"])
+    g["ours+peer"].append((both or ours)["vs_original"]); g["ours/peer"].append(ours["vs_peer"])
+    g["best/peer"].append(best["vs_peer"])
+gm = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in g.items() if v}
+print(f"{'geometric mean':<28} {'':>11} {gm['peer']:>6.2f}x {gm['ours']:>6.2f}x {gm['ours+peer']:>8.2f}x "
+      f"{gm['ours/peer']:>8.2f}x {gm['best/peer']:>8.2f}x")
+PY

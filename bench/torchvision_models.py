@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""Script public models from Debian's python3-torchvision for the peer table (`make bench-peer`).
+
+Usage: /usr/bin/python3 bench/torchvision_models.py OUT_DIR BATCH [NAME ...]
+
+Each model is scripted in eval mode with random weights (seed 0; nothing is downloaded) and saved
+as OUT_DIR/<name>-b<BATCH>.pt with its example inputs, as the samples store theirs.
+"""
+import json
+import os
+import sys
+
+import torch
+import torchvision
+
+# name -> input shape after the batch dimension
+MODELS = {
+    "resnet18": [3, 224, 224],
+    "mobilenet_v3_small": [3, 224, 224],
+    "convnext_tiny": [3, 224, 224],
+    "efficientnet_b0": [3, 224, 224],
+    "shufflenet_v2_x1_0": [3, 224, 224],
+    "regnet_y_400mf": [3, 224, 224],
+    "swin_t": [3, 224, 224],
+}
+
+
+def main() -> int:
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir, batch = sys.argv[1], int(sys.argv[2])
+    names = sys.argv[3:] or sorted(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        print(f"torchvision_models.py: error: unknown model {unknown[0]!r} "
+              f"(known: {', '.join(sorted(MODELS))})", file=sys.stderr)
+        return 2
+    os.makedirs(out_dir, exist_ok=True)
+    for name in names:
+        torch.manual_seed(0)
+        model = getattr(torchvision.models, name)().eval()
+        scripted = torch.jit.script(model)
+        spec = {"inputs": [{"name": "x", "shape": [batch] + MODELS[name], "dtype": "float32"}]}
+        path = os.path.join(out_dir, f"{name}-b{batch}.pt")
+        tmp = path + ".tmp"
+        torch.jit.save(scripted, tmp,
+                       _extra_files={"xalloc/example_inputs.json": json.dumps(spec, sort_keys=True)})
+        os.replace(tmp, path)
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
