@@ -28,7 +28,7 @@ run_one() { # run_one NAME MODEL.pt
   xcost "$d/profile.json" | xsched -o "$d/schedule.json"
   xrewrite "$model" -s "$d/schedule.json" -o "$d/ours.pt" -q
   xbench-peer "$model" "$d/ours.pt" --peer-of-ours --threads "$THREADS" --runs "$RUNS" \
-    --json "$d/table.json" | sed "s|$d/||g"
+    --json "$d/table.json"
   results+=("$d/table.json")
 }
 for b in $BATCHES; do

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -84,9 +85,10 @@ int run(const Args& args) {
   cs.push_back({"peer", peerOf(orig.module), 0, {}});
   for (const auto& path : args.ours) {
     auto m = tspass::loadModel(path);
-    cs.push_back({path, m.module, 0, {}});
+    const std::string name = std::filesystem::path(path).filename().string();
+    cs.push_back({name, m.module, 0, {}});
     if (args.peer_of_ours)
-      cs.push_back({path + " +peer", peerOf(m.module), 0, {}});
+      cs.push_back({name + " +peer", peerOf(m.module), 0, {}});
   }
   const c10::IValue reference = cs[0].module.forward(inputs);
   for (auto& c : cs)

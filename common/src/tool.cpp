@@ -52,8 +52,8 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": error: " << e.what() << "\n"
-              << "Run with --help for more information.\n";
+    // One line, as every other diagnostic.
+    std::cerr << app.get_name() << ": error: " << e.what() << " (see --help)\n";
     return kExitError;
   }
   return std::nullopt;

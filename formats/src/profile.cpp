@@ -40,6 +40,8 @@ json toJson(const ConsumerTiming& c) {
     j["time_as_is_spread_ms"] = roundMs(c.time_as_is_spread_ms);
     j["identical_output"] = c.identical_output;
     j["same_output_layout"] = c.same_output_layout;
+    if (!c.identical_output && c.output_error)
+      j["output_error"] = *c.output_error;
   }
   putOptionalMs(j, "time_contiguous_ms", c.time_contiguous_ms);
   putOptionalMs(j, "time_contiguous_spread_ms", c.time_contiguous_spread_ms);
@@ -79,6 +81,8 @@ ConsumerTiming readConsumer(const JsonReader& r) {
   c.delta_ms = r.getOptionalNumber("delta_ms");
   c.delta_spread_ms = optionalMs(r, "delta_spread_ms");
   c.identical_output = r.getBool("identical_output", true);
+  if (auto f = r.find("output_error"))
+    c.output_error = f->toNonNegative();
   c.same_output_layout = r.getBool("same_output_layout", true);
   c.accepts_noncontiguous = r.getBool("accepts_noncontiguous", true);
   if (auto f = r.find("reads"))

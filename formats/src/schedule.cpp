@@ -134,6 +134,10 @@ json toJson(const Schedule& s) {
         {"async", s.count(Action::Async)},
         {"remove", s.count(Action::Remove)},
         {"none", s.count(Action::None)}}}};
+  if (m.tolerance)
+    j["summary"]["tolerance"] = *m.tolerance;
+  if (m.measured_error)
+    j["summary"]["measured_error"] = *m.measured_error;
   return j;
 }
 
@@ -177,6 +181,10 @@ Schedule readSchedule(const JsonReader& r) {
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
   if (auto f = m.find("form"); f && !f->isNull())
     s.summary.form = f->toEnum<RewriteForm>();
+  if (auto f = m.find("tolerance"))
+    s.summary.tolerance = f->toNonNegative();
+  if (auto f = m.find("measured_error"))
+    s.summary.measured_error = f->toNonNegative();
   return s;
 }
 

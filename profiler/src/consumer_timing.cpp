@@ -1,6 +1,8 @@
 // compareLayouts / setTimings / disturbed: one consumer's paired timings and output check.
 #include "xalloc/profiler/consumer_timing.h"
 
+#include <cmath>
+
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/tspass/value_compare.h"
 
@@ -27,6 +29,11 @@ bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& r
     return false;
   }
   c.identical_output = tspass::bitwiseEqual(out_a, out_b);
+  if (!c.identical_output) {
+    const double e = tspass::maxRelativeError(out_a, out_b);
+    if (std::isfinite(e))
+      c.output_error = e; // else unbounded: fits no tolerance
+  }
   c.same_output_layout = tspass::sameLayout(out_a, out_b);
   return true;
 }

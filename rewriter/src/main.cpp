@@ -1,4 +1,5 @@
 // xrewrite command line: parses flags into XrewriteOptions and calls runXrewrite.
+#include <cmath>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -34,7 +35,12 @@ int main(int argc, char** argv) {
   app.add_flag("--diff", o.diff, "print the graph before/after as a unified diff");
   app.add_flag("--check", o.check, "write nothing; exit 1 when the model needs changes, 0 if not");
   bool no_verify = false;
-  app.add_flag("--no-verify", no_verify, "skip the bit-identical output check");
+  app.add_flag("--no-verify", no_verify, "skip the output check");
+  auto* tol = app.add_option("--tolerance", o.tolerance,
+                             "how far outputs may move, max |new - original| over max |original| "
+                             "per output (default: the schedule's, else 1e-4); beyond it nothing "
+                             "is written");
+  app.add_flag("--exact", o.exact, "bit-identical outputs only")->excludes(tol);
   app.add_option("--verify-runs", o.verify_runs, "example inputs to verify on")
       ->capture_default_str();
   app.add_option("--input-shape", o.input_shapes,
@@ -64,6 +70,11 @@ int main(int argc, char** argv) {
   if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;
+  if (o.tolerance && !(std::isfinite(*o.tolerance) && *o.tolerance > 0)) {
+    xalloc::printError("xrewrite", "--tolerance must be a positive number (--exact for "
+                                   "bit-identical outputs)");
+    return xalloc::kExitError;
+  }
   if (!form.empty()) {
     o.form = xalloc::formats::fromString<xalloc::formats::RewriteForm>(form);
     if (!o.form) {

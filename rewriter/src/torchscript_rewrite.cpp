@@ -7,6 +7,10 @@
 #include <map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/api/module.h>
 
@@ -83,36 +87,94 @@ std::string diffLabel(const char* prefix, const std::string& path, const std::st
   return (path.empty() || path[0] == '/' ? "" : prefix) + path + "::" + method;
 }
 
-// Runs `method` of the models at `a` and `b` on the same seeded inputs and compares the outputs
-// bit for bit. Returns "" when they agree, else what differed.
-// With `fixed` inputs (read from `fixed_file`), one run on exactly those.
-std::string verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
-                          const std::vector<formats::InputSpec>& specs, int runs,
-                          const std::vector<c10::IValue>* fixed, const std::string& fixed_file) {
+// Fresh inputs of the same shapes as `fixed`: floating-point tensors drawn again around the
+// same mean and spread (seeded); integers, booleans and other values kept, as they may be indices
+// or flags.
+std::vector<c10::IValue> freshLike(const std::vector<c10::IValue>& fixed, std::uint64_t seed) {
+  std::vector<c10::IValue> out;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  for (const auto& v : fixed) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point() &&
+        v.toTensor().numel() > 1) {
+      const at::Tensor& t = v.toTensor();
+      at::Tensor r = at::empty_like(t).normal_(0, 1, gen);
+      const at::Tensor d = t.to(at::kDouble);
+      out.emplace_back((r * d.std().item<double>() + d.mean().item<double>()).to(t.dtype()));
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// What verification found: the largest error over all runs, and what went wrong ("" if not).
+struct Verified {
+  std::string problem;
+  double error = 0; // max |new - original| over max |original|, per output, the worst
+};
+
+// Runs `method` of the models at `a` and `b` on the same inputs and compares their outputs:
+// bit for bit when `tolerance` is 0, else within it. Inputs: `runs` seeded example inputs (the
+// profile's and fresh ones), or the `fixed` inputs (read from `fixed_file`) and `runs` fresh
+// inputs of the same shapes.
+Verified verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
+                       const std::vector<formats::InputSpec>& specs, int runs,
+                       const std::vector<c10::IValue>* fixed, const std::string& fixed_file,
+                       double tolerance) {
   auto ma = tspass::loadModel(a);
   auto mb = tspass::loadModel(b);
-  if (fixed)
-    runs = 1;
-  for (int seed = 0; seed < runs; ++seed) {
+  Verified v;
+  const int total = fixed ? runs + 1 : runs;
+  for (int i = 0; i < total; ++i) {
+    auto inputsFor = [&]() {
+      if (!fixed)
+        return xalloc::tspass::makeInputs(specs, static_cast<std::uint64_t>(i));
+      return i == 0 ? *fixed : freshLike(*fixed, static_cast<std::uint64_t>(i));
+    };
+    const std::vector<c10::IValue> given = inputsFor();
     auto run = [&](tspass::LoadedModel& m) {
-      auto inputs = xalloc::tspass::methodInputs(
-          m.module, method,
-          fixed ? *fixed : xalloc::tspass::makeInputs(specs, static_cast<std::uint64_t>(seed)),
-          m.path);
+      auto inputs = xalloc::tspass::methodInputs(m.module, method, given, m.path);
       inputs.erase(inputs.begin()); // the method call supplies self
       return m.module.get_method(method)(std::move(inputs));
     };
     c10::IValue out_a = run(ma);
     c10::IValue out_b = run(mb);
-    if (!xalloc::tspass::bitwiseEqual(out_a, out_b)) {
-      if (!xalloc::tspass::bitwiseEqual(out_a, run(ma)))
-        return "the original model itself gives different outputs on two runs of the same "
-               "inputs, so no rewrite can be verified; --no-verify skips the check";
-      return fixed ? "outputs differ on the inputs of " + fixed_file
-                   : "outputs differ on example inputs with seed " + std::to_string(seed);
+    const double e =
+        xalloc::tspass::bitwiseEqual(out_a, out_b) ? 0.0 : tspass::maxRelativeError(out_a, out_b);
+    const bool bad =
+        tolerance > 0 ? !(e <= tolerance) : e != 0 || !tspass::bitwiseEqual(out_a, out_b);
+    v.error = std::max(v.error, e);
+    if (bad) {
+      const c10::IValue again = run(ma);
+      if (tolerance > 0 ? !(tspass::maxRelativeError(out_a, again) <= tolerance)
+                        : !xalloc::tspass::bitwiseEqual(out_a, again)) {
+        v.problem = "the original model itself gives different outputs on two runs of the same "
+                    "inputs, so no rewrite can be verified; --no-verify skips the check";
+        return v;
+      }
+      v.problem = !fixed   ? "on example inputs with seed " + std::to_string(i)
+                  : i == 0 ? "on the inputs of " + fixed_file
+                           : "on fresh inputs shaped like those of " + fixed_file + " (seed " +
+                                 std::to_string(i) + ")";
+      return v;
     }
   }
-  return "";
+  return v;
+}
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", x);
+  return buf;
+}
+
+// The schedule as stored in the rewritten model: the tolerance it was verified at and the error
+// measured, in its summary; everything else as it was read.
+std::string withMeasuredError(const std::string& schedule_text, double tolerance, double error) {
+  nlohmann::json j = nlohmann::json::parse(schedule_text);
+  j["summary"]["tolerance"] = tolerance;
+  j["summary"]["measured_error"] = error;
+  return j.dump(2) + "\n";
 }
 
 // What the rewrite is verified on, first found of: --input-file, --input-shape and friends, the
@@ -166,6 +228,11 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   VerifyInputs verify;
   if (o.verify && !o.output.empty())
     verify = verifyInputs(o, schedule, model);
+  // --exact, --tolerance, the tolerance the schedule was planned for, the default: in that order.
+  const double tolerance =
+      o.exact
+          ? 0.0
+          : o.tolerance.value_or(schedule.summary.tolerance.value_or(formats::kDefaultTolerance));
   warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
   noteThreadCount(schedule, o.schedule.empty() ? "<stdin>" : o.schedule, o.quiet);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
@@ -210,24 +277,43 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
     if (!verify.missing.empty()) {
       printWarning(o.model, verify.missing);
     } else {
-      std::string problem;
+      Verified v;
       try {
-        problem = verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
-                                verify.file.empty() ? nullptr : &verify.fixed, verify.file);
+        v = verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
+                          verify.file.empty() ? nullptr : &verify.fixed, verify.file, tolerance);
+        if (v.problem.empty()) {
+          // What was measured travels with the model: its stored schedule says it.
+          extra[tspass::scheduleFileFor(o.method)] =
+              withMeasuredError(schedule_text, tolerance, v.error);
+          tspass::saveModel(model.module, tmp, extra);
+        }
       } catch (...) {
         std::remove(tmp.c_str());
         throw;
       }
-      if (!problem.empty()) {
+      if (!v.problem.empty()) {
         std::remove(tmp.c_str());
-        throw InputError(o.output, "the rewritten model is not bit-identical to the original (" +
-                                       problem + "); nothing was written");
+        if (tolerance <= 0)
+          throw InputError(o.output, "the rewritten model is not bit-identical to the original "
+                                     "(outputs differ " +
+                                         v.problem + "; --exact); nothing was written");
+        throw InputError(o.output, "the rewritten model's outputs differ from the original's by " +
+                                       sci(v.error) + " of their scale " + v.problem +
+                                       ", more than the tolerance " + sci(tolerance) +
+                                       "; nothing was written");
       }
-      if (!o.quiet)
-        std::cerr << "xrewrite: outputs bit-identical to the original on "
-                  << (verify.file.empty() ? std::to_string(o.verify_runs) + " example input(s)"
-                                          : "the inputs of " + verify.file)
-                  << verify.origin << "\n";
+      if (!o.quiet) {
+        const std::string on =
+            verify.file.empty()
+                ? std::to_string(o.verify_runs) + " example input(s)" + verify.origin
+                : "the inputs of " + verify.file + verify.origin + " and " +
+                      std::to_string(o.verify_runs) + " fresh input(s) shaped like them";
+        if (v.error == 0)
+          std::cerr << "xrewrite: outputs bit-identical to the original on " << on << "\n";
+        else
+          std::cerr << "xrewrite: outputs within " << sci(tolerance) << " of the original's "
+                    << "(measured " << sci(v.error) << ") on " << on << "\n";
+      }
     }
   }
   if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {

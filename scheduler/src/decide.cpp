@@ -24,6 +24,12 @@ using formats::Decision;
 using formats::Profile;
 using formats::Record;
 
+bool withinTolerance(const formats::ConsumerTiming& c, double tolerance) {
+  if (c.identical_output)
+    return true;
+  return tolerance > 0 && c.output_error && *c.output_error <= tolerance;
+}
+
 double medianStandardError(double iqr, std::int64_t n) {
   // sigma ~= IQR / 1.349 for a normal distribution; the median's standard error is
   // 1.2533 * sigma / sqrt(n).
@@ -173,6 +179,7 @@ private:
   // The facts the sync rules read: each consumer classified and weighed, the conversion priced.
   rules::SyncSite syncFacts(const Record& r, const formats::Op& producer) const {
     rules::SyncSite s(r, producer, p_);
+    s.exact = o_.tolerance <= 0;
     double var = 0, served_ms = 0; // of the saving, and the consumers' time it trades
     s.program = p_.model.format == formats::ModelFormat::LibtorchProgram;
     for (const auto& c : r.consumers) {
@@ -189,7 +196,7 @@ private:
         ++s.unmeasured;
         continue;
       }
-      if (!c.identical_output) {
+      if (!withinTolerance(c, o_.tolerance)) {
         ++s.differing;
         continue;
       }
@@ -283,6 +290,7 @@ private:
   rules::RemoveSite removeFacts(const Record& r, const formats::Op& conv) const {
     const Record* src = conv.inputs.empty() ? nullptr : p_.findRecord(conv.inputs.front());
     rules::RemoveSite s(r, conv, src, p_);
+    s.exact = o_.tolerance <= 0;
     if (!src)
       return s;
     for (const auto& c : r.consumers) {
@@ -299,9 +307,9 @@ private:
       const rules::Blocker b = !c.accepts_noncontiguous ? rules::Blocker::NeedsContiguous
                                : !c.measured || !c.time_noncontiguous_ms
                                    ? rules::Blocker::Unmeasured
-                               : !c.identical_output   ? rules::Blocker::OtherBits
-                               : !c.same_output_layout ? rules::Blocker::OtherLayout
-                                                       : rules::Blocker::None;
+                               : !withinTolerance(c, o_.tolerance) ? rules::Blocker::OtherBits
+                               : !c.same_output_layout             ? rules::Blocker::OtherLayout
+                                                                   : rules::Blocker::None;
       if (b != rules::Blocker::None) {
         s.blocker = b;
         s.blocker_op = s.ops.kind(c.op_id);
@@ -387,6 +395,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   m.memory_budget_bytes = o.memory_budget_bytes;
   m.window_safety = o.window_safety;
   m.form = o.form;
+  m.tolerance = o.tolerance;
   if (o.memory_budget_bytes && *o.memory_budget_bytes < m.peak_bytes_before) {
     const std::int64_t least = smallestFeasiblePeak(p, cands);
     if (*o.memory_budget_bytes < least)

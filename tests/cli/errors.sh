@@ -137,6 +137,17 @@ expect_error 2 'xsched: error: --memory-budget' -- xsched --profile "$WORK/profi
 expect_error 2 'impossible: the smallest feasible budget is [0-9]+ bytes' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
 expect_error 2 'xsched: error: --window-safety must be in \(0, 1\]' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --window-safety 1.5
 expect_error 2 "xsched: error: --form must be 'portable' or 'fast', not 'quick'" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --form quick
+# A tolerance is a positive number; --exact is the tolerance of bit-identical outputs.
+for bad in 0 -1e-4 nan inf; do
+  expect_error 2 "xsched: error: --tolerance must be a positive number \(--exact for bit-identical outputs\), not" -- \
+    xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance "$bad" -o "$WORK/t.json"
+  expect_error 2 "xrewrite: error: --tolerance must be a positive number" -- \
+    xrewrite "$model" -s "$WORK/schedule.json" --tolerance "$bad" -o "$WORK/t.pt"
+done
+expect_error 2 "tolerance" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance lots -o "$WORK/t.json"
+expect_error 2 "exclude" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance 1e-3 --exact -o "$WORK/t.json"
+expect_error 2 "exclude" -- xrewrite "$model" -s "$WORK/schedule.json" --tolerance 1e-3 --exact -o "$WORK/t.pt"
+[[ ! -e "$WORK/t.json" && ! -e "$WORK/t.pt" ]] || fail "a refused tolerance left an output"
 python3 - "$WORK" <<'PY'
 import json, sys
 w = sys.argv[1]

@@ -64,6 +64,10 @@ Profile sampleProfile() {
   c.time_as_is_ms = 0.5;
   c.time_contiguous_ms = 0.25;
   r.consumers.push_back(c);
+  c.op_id = 1; // a second reader whose outputs move a little with the other layout
+  c.identical_output = false;
+  c.output_error = 3.5e-7;
+  r.consumers.push_back(c);
   p.records.push_back(r);
   ConversionCost cc;
   cc.layout = r.layout;
@@ -163,8 +167,18 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   EXPECT_EQ(toJson(back), js);
   EXPECT_EQ(back.count(Action::Sync), 1);
   EXPECT_EQ(js["summary"]["counts"]["sync"], 1);
-  EXPECT_FALSE(js.contains("inputs"));          // no profile inputs: nothing written
-  EXPECT_TRUE(js["summary"]["form"].is_null()); // not planned by xsched: no form
+  EXPECT_FALSE(js.contains("inputs"));               // no profile inputs: nothing written
+  EXPECT_TRUE(js["summary"]["form"].is_null());      // not planned by xsched: no form
+  EXPECT_FALSE(js["summary"].contains("tolerance")); // older schedules: planned exact
+  s.summary.tolerance = 1e-4;
+  s.summary.measured_error = 2.5e-7;
+  js = toJson(s);
+  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.tolerance, 1e-4);
+  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.measured_error, 2.5e-7);
+  js["summary"]["tolerance"] = -1;
+  EXPECT_THROW(scheduleFromJson(js, "s.json"), std::exception);
+  s.summary.tolerance.reset();
+  s.summary.measured_error.reset();
   s.summary.form = RewriteForm::Fast;
   js = toJson(s);
   EXPECT_EQ(js["summary"]["form"], "fast");

@@ -73,6 +73,34 @@ TEST(Rules, OtherOutputBitsOrLayoutsVetoTheConversion) {
   expectVerdict(l, 11, Action::None, "output-layout", true);
 }
 
+// Outputs that move, but within the tolerance (max |new - as-is| over max |as-is|, as xprof
+// measured it), are the same computation; beyond it, or under --exact, they veto the edit. An
+// unbounded change (no measured error) fits no tolerance.
+TEST(Rules, OutputsThatMoveWithinTheToleranceAreTheSame) {
+  SchedOptions exact;
+  exact.tolerance = 0;
+  Fixture f;
+  for (auto& c : f.v().consumers) {
+    c.identical_output = false;
+    c.output_error = 3e-7;
+  }
+  f.p.records[2].consumers[0].identical_output = false;
+  f.p.records[2].consumers[0].output_error = 3e-7;
+  expectVerdict(f, 10, Action::Sync, "convert", false); // the default tolerance, 1e-4
+  expectVerdict(f, 11, Action::Remove, "remove", false);
+  EXPECT_EQ(verdictFor(f, 10, exact).rule, "output-bits");
+  EXPECT_EQ(verdictFor(f, 11, exact).rule, "output-bits");
+  SchedOptions tight;
+  tight.tolerance = 1e-7;
+  EXPECT_EQ(verdictFor(f, 10, tight).rule, "output-bits");
+  Fixture u; // other bits and no measured error: unbounded
+  for (auto& c : u.v().consumers)
+    c.identical_output = false;
+  SchedOptions loose;
+  loose.tolerance = 1.0;
+  EXPECT_EQ(verdictFor(u, 10, loose).rule, "output-bits");
+}
+
 TEST(Rules, ViewsAndCopyingReshapesGainNothingFromAConversion) {
   Fixture f;
   f.p.ops[1].kind = f.p.ops[2].kind = "aten::view";

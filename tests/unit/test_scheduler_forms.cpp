@@ -34,6 +34,7 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
   // The portable form (the default) writes aten::contiguous only: no async, whatever the windows.
   const Schedule portable = makeSchedule(f.p, f.cost);
   EXPECT_EQ(portable.summary.form, formats::RewriteForm::Portable);
+  EXPECT_EQ(portable.summary.tolerance, formats::kDefaultTolerance); // the plan says its tolerance
   EXPECT_EQ(f.decisionFor(portable, 10).action, Action::Sync);
   SchedOptions defaults;
   EXPECT_NEAR(sync_plan.summary.predicted_time_after_ms - s.summary.predicted_time_after_ms,

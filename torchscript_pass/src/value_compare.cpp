@@ -143,6 +143,16 @@ double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
   return worst;
 }
 
+double maxRelativeError(const std::vector<c10::IValue>& reference,
+                        const std::vector<c10::IValue>& x) {
+  if (reference.size() != x.size())
+    return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    worst = std::max(worst, maxRelativeError(reference[i], x[i]));
+  return worst;
+}
+
 namespace {
 bool sameLayoutOf(const c10::IValue& a, const c10::IValue& b) {
   if (a.isTensor() && b.isTensor()) {

@@ -62,6 +62,7 @@ struct SyncSite {
   const formats::Op& producer;
   OpKinds ops;
   bool program = false; // a C++ program's profile: one edit converts the value for every use
+  bool exact = false;   // --exact: only bit-identical outputs count as the same
   // Its consumers by what a contiguous input does to them.
   std::vector<std::int64_t> candidates; // measured, same output bits and layout
   std::vector<std::int64_t> gaining;    // those the conversion serves (a program: candidates)
@@ -106,6 +107,7 @@ struct RemoveSite {
   Blocker blocker = Blocker::None; // the first consumer that blocks a removal, and why
   std::string blocker_op;          // its kind
   double extra = 0;                // how much longer the consumers take without the conversion
+  bool exact = false;              // --exact: only bit-identical outputs count as the same
   double margin = 0;
   bool margin_is_floor = false;
 };

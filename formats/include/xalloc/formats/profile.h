@@ -29,6 +29,10 @@ struct ConsumerTiming {
   std::optional<double> delta_spread_ms;
   /// Outputs with the other layout are bit-identical to the outputs as-is.
   bool identical_output = true;
+  /// When they are not: how far apart, as max |other - as-is| over max |as-is| per output, the
+  /// largest (tspass::maxRelativeError). Absent when bit-identical, and when unbounded (other
+  /// sizes, NaN where there was none): such a change fits no tolerance.
+  std::optional<double> output_error;
   /// Outputs with the other layout also have the same sizes and strides: nothing downstream of
   /// the consumer can tell the difference, so its own timing is the whole effect.
   bool same_output_layout = true;

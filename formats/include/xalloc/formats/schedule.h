@@ -36,6 +36,11 @@ struct Decision {
 /// expression reached from several call stacks, which one source edit changes together.
 bool sameExpression(const Decision& a, const Decision& b);
 
+/// The numeric tolerance when none is asked for (xsched, xrewrite): max |new - original| over
+/// max |original|, per output. A layout that reorders a kernel's sums moves float32 outputs by
+/// ~1e-6 of their scale; 1e-4 leaves room for that and no more.
+inline constexpr double kDefaultTolerance = 1e-4;
+
 struct ScheduleSummary {
   double predicted_time_before_ms = 0;
   double predicted_time_after_ms = 0;
@@ -53,6 +58,13 @@ struct ScheduleSummary {
   /// The form of rewrite the plan's costs are for (`xsched --form`; enums.h); none in schedules
   /// from before it was recorded.
   std::optional<RewriteForm> form;
+  /// The numeric tolerance the plan allows (`--tolerance`; 0: `--exact`, bit-identical outputs):
+  /// max |new - original| over max |original|, per output. Absent in schedules from before it was
+  /// recorded, which were planned bit-identical.
+  std::optional<double> tolerance;
+  /// The largest such error xrewrite measured between the rewritten and the original model (on
+  /// the profile's inputs and fresh random ones): in the schedule stored in a rewritten model.
+  std::optional<double> measured_error;
 };
 
 struct Schedule {

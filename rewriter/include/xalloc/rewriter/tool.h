@@ -16,8 +16,12 @@ struct XrewriteOptions {
   std::string method;   // empty: the schedule's method (forward when it names none)
   bool diff = false;    // print the graph before/after as a unified diff on stdout
   bool check = false;   // write nothing; exit 1 when the model needs changes
-  bool verify = true;   // compare outputs of the original and the rewritten model bit for bit
+  bool verify = true;   // compare outputs of the original and the rewritten model
   int verify_runs = 3;
+  /// How far the rewritten model's outputs may move: max |new - original| over max |original|,
+  /// per output. None: the schedule's (xsched --tolerance), else formats::kDefaultTolerance.
+  std::optional<double> tolerance;
+  bool exact = false; // bit-identical outputs only (a tolerance of 0)
   /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
   /// None: the form the schedule was planned for (xsched --form), else portable.

@@ -63,7 +63,14 @@ struct SchedOptions {
   /// (a hand-off to a worker thread and back); an async decision gains its saving minus this.
   double async_overhead_ms = 0.02;
   SolveLimits limits;
+  /// How far a consumer's outputs may move when its input's layout changes: max |new - as-is|
+  /// over max |as-is| per output, as xprof measured it. 0: bit-identical only (--exact).
+  double tolerance = formats::kDefaultTolerance;
 };
+
+/// A consumer's outputs with the other layout are within `tolerance` of its outputs as-is
+/// (bit-identical always is; an unbounded change never is).
+bool withinTolerance(const formats::ConsumerTiming& c, double tolerance);
 
 /// Standard error of a median of `n` samples whose interquartile range is `iqr`.
 double medianStandardError(double iqr, std::int64_t n);

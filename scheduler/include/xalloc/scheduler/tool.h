@@ -24,8 +24,10 @@ struct XschedOptions {
   double async_overhead_ms = 0.02;
   std::int64_t node_limit = 2'000'000;
   double time_limit_ms = 1000;
-  std::string trace;         // Chrome/Perfetto trace of the plan ("" = none)
-  bool foreign_cost = false; // accept a cost model fitted on another model's profile
+  std::string trace;               // Chrome/Perfetto trace of the plan ("" = none)
+  bool foreign_cost = false;       // accept a cost model fitted on another model's profile
+  std::optional<double> tolerance; // --tolerance E (default formats::kDefaultTolerance)
+  bool exact = false;              // --exact: bit-identical outputs only
 };
 
 int runXsched(const XschedOptions& options);

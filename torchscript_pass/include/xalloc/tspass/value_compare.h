@@ -17,6 +17,8 @@ bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IVal
 /// and boolean tensors and other values count 0 when equal and +inf when not; so do tensors of
 /// other sizes or dtypes. 0 means the same values (not necessarily the same bits of -0 / NaN).
 double maxRelativeError(const c10::IValue& reference, const c10::IValue& x);
+double maxRelativeError(const std::vector<c10::IValue>& reference,
+                        const std::vector<c10::IValue>& x);
 
 /// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
 bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
