@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench-peer`: original / peer / ours on public models, side by side in one process.
 # For each model and batch: script it (torchvision, random weights), run the pipeline at one
-# thread (xprof --threads 1: libtorch's and OpenBLAS's threads together), rewrite it, then time
+# thread (xprof --threads 1: libtorch's and OpenBLAS's threads together), rewrite it (frozen
+# first, xrewrite --freeze, checked within the default tolerance), then time
 # the original, the peer (optimize_for_inference(freeze(m))), ours and ours under the peer,
 # interleaved (xbench-peer). Prints one table and the geometric means; JSON per model in OUT.
 #
@@ -26,7 +27,7 @@ run_one() { # run_one NAME MODEL.pt
   mkdir -p "$d"
   xprof "$model" --threads "$THREADS" -q -o "$d/profile.json"
   xcost "$d/profile.json" | xsched -o "$d/schedule.json"
-  xrewrite "$model" -s "$d/schedule.json" -o "$d/ours.pt" -q
+  xrewrite "$model" -s "$d/schedule.json" --freeze -o "$d/ours.pt" -q
   xbench-peer "$model" "$d/ours.pt" --peer-of-ours --threads "$THREADS" --runs "$RUNS" \
     --json "$d/table.json"
   results+=("$d/table.json")

@@ -170,8 +170,11 @@ Anchor readAnchor(const JsonReader& r) {
 }
 
 json toJson(const ModelInfo& v) {
-  return json{
+  json j{
       {"path", v.path}, {"sha256", v.sha256}, {"format", toString(v.format)}, {"method", v.method}};
+  if (v.frozen)
+    j["frozen"] = *v.frozen;
+  return j;
 }
 
 ModelInfo readModelInfo(const JsonReader& r) {
@@ -181,6 +184,8 @@ ModelInfo readModelInfo(const JsonReader& r) {
   if (auto f = r.find("format"))
     m.format = f->toEnum<ModelFormat>();
   m.method = r.getString("method", "forward");
+  if (auto f = r.find("frozen"))
+    m.frozen = r.getBool("frozen", false);
   return m;
 }
 

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s -> %s\n", launch::summaryLine(*hit).c_str(), inv.output.c_str());
         if (const std::string note = launch::referenceBlasNote(*hit); !inv.quiet && !note.empty())
           xalloc::printNote(hit->model.path, note);
+        if (const std::string note = launch::freezeNote(*hit); !inv.quiet && !note.empty())
+          xalloc::printNote(hit->model.path, note);
         return xalloc::kExitOk;
       });
     }

@@ -138,6 +138,25 @@ std::string referenceBlasNote(const formats::Profile& p) {
          "times faster, and changes which conversions pay: profile again after installing it";
 }
 
+std::string freezeNote(const formats::Profile& p) {
+  if (p.model.format != formats::ModelFormat::TorchScript || !p.model.frozen || *p.model.frozen)
+    return "";
+  std::size_t norms = 0, weighted = 0;
+  for (const auto& op : p.ops) {
+    norms += op.kind == "aten::batch_norm";
+    weighted += op.kind == "aten::conv2d" || op.kind == "aten::_convolution" ||
+                op.kind == "aten::conv1d" || op.kind == "aten::conv3d" ||
+                op.kind == "aten::linear" || op.kind == "aten::matmul";
+  }
+  if (norms == 0 && weighted == 0)
+    return "";
+  std::string s = "the model is not frozen: freezing it (xrewrite --freeze, or torch.jit.freeze) "
+                  "makes its weights constants";
+  if (norms > 0)
+    s += ", folds its " + std::to_string(norms) + " batch norm(s) into the convolutions";
+  return s + ", and lets a weight's layout change happen once, at rewrite time, not per call";
+}
+
 std::string summaryLine(const formats::Profile& p) {
   std::size_t noncontig = 0;
   for (const auto& r : p.records)

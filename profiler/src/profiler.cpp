@@ -23,6 +23,7 @@ formats::Profile Profiler::run() {
   p_.model.sha256 = model.sha256;
   p_.model.format = formats::ModelFormat::TorchScript;
   p_.model.method = o_.method;
+  p_.model.frozen = tspass::isFrozen(model.module);
   // Numbered as xrewrite numbers it, on the form every saved copy of the model has.
   tspass::canonicalize(model, o_.method);
   auto method = model.module.find_method(o_.method);

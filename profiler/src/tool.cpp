@@ -50,6 +50,8 @@ int runXprof(XprofOptions o) {
   // makes transposed weights look worth converting; the user should know.
   if (const std::string note = launch::referenceBlasNote(p); !o.quiet && !note.empty())
     printNote(o.profile.model, note);
+  if (const std::string note = launch::freezeNote(p); !o.quiet && !note.empty())
+    printNote(o.profile.model, note);
   return kExitOk;
 }
 

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
                              "per output (default: the schedule's, else 1e-4); beyond it nothing "
                              "is written");
   app.add_flag("--exact", o.exact, "bit-identical outputs only")->excludes(tol);
+  app.add_flag("--freeze", o.freeze,
+               "freeze the model first, as torch.jit.freeze does (weights become constants, batch "
+               "norms fold into convolutions; outputs checked within the tolerance)");
   app.add_option("--verify-runs", o.verify_runs, "example inputs to verify on")
       ->capture_default_str();
   app.add_option("--input-shape", o.input_shapes,

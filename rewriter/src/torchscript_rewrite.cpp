@@ -238,6 +238,21 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
     printNote(o.model, "the schedule was made for " + schedule.model.path +
                            " (another file); decisions are matched by source anchor");
+  // Frozen first (--freeze): the schedule's anchors are source locations, which freezing keeps;
+  // sites it folds away (a constant weight's transpose) are reported as not found.
+  std::string unfrozen_text; // what the diff starts from when freezing changes the graph
+  if (o.freeze && o.diff && !tspass::isFrozen(model.module)) {
+    tspass::LoadedModel copy = tspass::loadModel(o.model);
+    tspass::canonicalize(copy, o.method);
+    auto g = tspass::inlineMethod(copy.module, o.method);
+    tspass::useOriginalSourceRanges(*g);
+    unfrozen_text = tspass::graphText(*g);
+  }
+  const bool froze = o.freeze && tspass::freezeModel(model, o.method);
+  if (o.freeze && !o.quiet)
+    printNote(o.model, froze ? "frozen as torch.jit.freeze does: weights are constants now, and "
+                               "batch norms are folded into the convolutions before them"
+                             : "already frozen: --freeze changes nothing");
   // The form the saved result will have, so ops are numbered as they will be when it is read.
   tspass::canonicalize(model, o.method);
   auto graph = tspass::inlineMethod(model.module, o.method);
@@ -256,7 +271,8 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
 
   const std::string out_name = o.output.empty() ? o.model : o.output;
   if (o.diff)
-    std::cout << unifiedDiff(before, after, diffLabel("a/", o.model, o.method),
+    std::cout << unifiedDiff(froze ? unfrozen_text : before, after,
+                             diffLabel("a/", o.model, o.method),
                              diffLabel("b/", out_name, o.method));
   const std::size_t applied = report.count(tspass::ApplyStatus::Applied);
   if (!o.quiet)
@@ -265,7 +281,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
               << report.count(tspass::ApplyStatus::NotFound) << " not found, "
               << report.count(tspass::ApplyStatus::Skipped) << " skipped\n";
   if (o.check)
-    return report.changed() ? kExitChangesNeeded : kExitOk;
+    return report.changed() || froze ? kExitChangesNeeded : kExitOk;
   if (o.output.empty())
     return kExitOk; // --diff alone: a dry run
 

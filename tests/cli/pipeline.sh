@@ -222,6 +222,50 @@ assert s["tolerance"] == 1e-4 and 0 < s["measured_error"] <= 1e-4, s' || fail "f
   same_outputs "$model" "$WORK/frozen-here.pt" >/dev/null || fail "frozen: outputs beyond the stored tolerance"
 fi
 
+# --freeze: the model is frozen as torch.jit.freeze does before the schedule is applied. In the
+# channel-shuffle CNN every batch norm folds into the convolution before it (the diff shows them
+# go), the outputs move within the tolerance and the error is stored; under --exact the fold is
+# refused; a frozen model is left as it is (a second run changes nothing); a model in training
+# mode cannot be frozen.
+model="$XALLOC_SAMPLES/shufflecnn.pt"
+xprof "$model" --iterations 3 --warmup 1 --repeats 7 --no-db -o "$WORK/shuffle.profile.json" 2>"$WORK/shuffle-prof.log"
+grep -q "note: the model is not frozen: freezing it (xrewrite --freeze, or torch.jit.freeze) makes its weights constants, folds its 4 batch norm(s) into the convolutions" \
+  "$WORK/shuffle-prof.log" || fail "freeze: no note on an unfrozen model: $(cat "$WORK/shuffle-prof.log")"
+xcost "$WORK/shuffle.profile.json" | xsched -o "$WORK/shuffle.json"
+xrewrite "$model" -s "$WORK/shuffle.json" --freeze -o "$WORK/shuffle-frozen.pt" --diff \
+  >"$WORK/shuffle-frozen.diff" 2>"$WORK/shuffle-frozen.log" || fail "freeze: $(cat "$WORK/shuffle-frozen.log")"
+grep -q "note: frozen as torch.jit.freeze does" "$WORK/shuffle-frozen.log" || fail "freeze: $(cat "$WORK/shuffle-frozen.log")"
+grep -Eq "$VERIFIED on" "$WORK/shuffle-frozen.log" || fail "freeze: not verified: $(cat "$WORK/shuffle-frozen.log")"
+[[ $(grep -c '^-.*aten::batch_norm' "$WORK/shuffle-frozen.diff") -gt 0 &&
+  $(grep -c '^+.*aten::batch_norm' "$WORK/shuffle-frozen.diff") -eq 0 ]] ||
+  fail "freeze: the batch norms were not folded: $(head -40 "$WORK/shuffle-frozen.diff")"
+xrewrite --show "$WORK/shuffle-frozen.pt" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["summary"]
+assert s["tolerance"] == 1e-4 and 0 <= s["measured_error"] <= 1e-4, s' || fail "freeze: no measured error stored"
+same_outputs "$model" "$WORK/shuffle-frozen.pt" >/dev/null || fail "freeze: outputs beyond the stored tolerance"
+rc=0
+xrewrite "$model" -s "$WORK/shuffle.json" --freeze --exact -o "$WORK/shuffle-exact.pt" 2>"$WORK/shuffle-exact.log" || rc=$?
+[[ $rc -eq 2 && ! -e "$WORK/shuffle-exact.pt" ]] || fail "freeze --exact: exit $rc: $(cat "$WORK/shuffle-exact.log")"
+grep -q "is not bit-identical to the original" "$WORK/shuffle-exact.log" || fail "freeze --exact: $(cat "$WORK/shuffle-exact.log")"
+xrewrite "$WORK/shuffle-frozen.pt" -s "$WORK/shuffle.json" --freeze --check 2>"$WORK/shuffle-again.log" ||
+  fail "freeze: a frozen model needs changes: $(cat "$WORK/shuffle-again.log")"
+grep -q "already frozen" "$WORK/shuffle-again.log" || fail "freeze: $(cat "$WORK/shuffle-again.log")"
+xprof "$WORK/shuffle-frozen.pt" --iterations 3 --warmup 1 --repeats 7 --no-db --input-shape 4x24x32x32 \
+  -o "$WORK/shuffle-frozen.profile.json" 2>"$WORK/shuffle-frozen-prof.log" || fail "freeze: $(cat "$WORK/shuffle-frozen-prof.log")"
+grep -q "not frozen" "$WORK/shuffle-frozen-prof.log" && fail "freeze: a frozen model is said not to be"
+grep -Eq '"frozen": ?true' "$WORK/shuffle-frozen.profile.json" || fail "freeze: the profile does not say frozen"
+xrewrite "$model" -s "$WORK/shuffle.json" --freeze --check -q && fail "freeze: --check says an unfrozen model needs no change"
+"$XALLOC_PYTHON" - "$XALLOC_SOURCE/samples/testmodels" "$WORK/training.pt" <<'PY'
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+from models import ShuffleCNN
+torch.jit.save(torch.jit.script(ShuffleCNN().train()), sys.argv[2])
+PY
+expect_error 2 "training\.pt: error: the model is in training mode, and freezing needs eval mode" -- \
+  xrewrite "$WORK/training.pt" -s "$WORK/shuffle.json" --freeze -q -o "$WORK/training-frozen.pt" --input-shape 4x24x32x32
+[[ ! -e "$WORK/training-frozen.pt" ]] || fail "freeze: a refused freeze left a file"
+
 # A traced model: its source ranges are the Python stacks the tracer saw. Anchors name the
 # innermost frame's function and no expression (the stack is no expression, and its line
 # numbers would break matching after an edit above), and sites are told apart by op and ordinal.

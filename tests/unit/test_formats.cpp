@@ -27,7 +27,7 @@ namespace {
 Profile sampleProfile() {
   Profile p;
   p.tool_version = "0.1.0";
-  p.model = {"m.pt", "abc", ModelFormat::TorchScript, "forward"};
+  p.model = {"m.pt", "abc", ModelFormat::TorchScript, "forward", false};
   p.device.name = "cpu0";
   p.device.threads = 1;
   p.device.cores = 2;

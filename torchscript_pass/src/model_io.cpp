@@ -1,9 +1,13 @@
 // loadModel / saveModel.
 #include "xalloc/tspass/model_io.h"
 
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -65,6 +69,27 @@ void canonicalize(LoadedModel& model, const std::string& method) {
   }
   // The module path of each op, which the saved code forgot (profile ops' `scope`).
   carryScopes(*inlined, *model.module.get_method(method).graph());
+}
+
+bool isFrozen(const torch::jit::Module& module) {
+  return !module.hasattr("training");
+}
+
+bool freezeModel(LoadedModel& model, const std::string& method) {
+  if (isFrozen(model.module))
+    return false;
+  if (model.module.is_training())
+    throw InputError(model.path, "the model is in training mode, and freezing needs eval mode "
+                                 "(save it after model.eval())");
+  c10::optional<std::vector<std::string>> keep;
+  if (!method.empty() && method != "forward")
+    keep = std::vector<std::string>{method};
+  try {
+    model.module = torch::jit::freeze(model.module, keep, /*optimize_numerics=*/true);
+  } catch (const std::exception& e) {
+    throw InputError(model.path, "cannot freeze the model: " + firstLine(e.what()));
+  }
+  return true;
 }
 
 void saveModel(const torch::jit::Module& module, const std::string& path,

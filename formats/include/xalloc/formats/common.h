@@ -81,6 +81,9 @@ struct ModelInfo {
   std::string sha256;
   ModelFormat format = ModelFormat::TorchScript;
   std::string method = "forward";
+  /// A TorchScript model torch.jit.freeze made (its weights are constants); absent where it was
+  /// not recorded (programs, older profiles).
+  std::optional<bool> frozen;
 };
 
 struct CacheInfo {

@@ -63,4 +63,9 @@ std::string summaryLine(const formats::Profile& p);
 /// slower than with an optimized one, which changes what pays); "" otherwise.
 std::string referenceBlasNote(const formats::Profile& p);
 
+/// The note xprof prints for a TorchScript model that is not frozen, saying what freezing it
+/// would enable (its weights made constants once, batch norms folded, weights re-laid at rewrite
+/// time); "" for frozen models, programs, and models with nothing freezing would change.
+std::string freezeNote(const formats::Profile& p);
+
 } // namespace xalloc::profiler::launch

@@ -22,6 +22,9 @@ struct XrewriteOptions {
   /// per output. None: the schedule's (xsched --tolerance), else formats::kDefaultTolerance.
   std::optional<double> tolerance;
   bool exact = false; // bit-identical outputs only (a tolerance of 0)
+  /// Freeze the model first, as torch.jit.freeze does (weights become constants, batch norms
+  /// fold into convolutions), then apply the schedule.
+  bool freeze = false;
   /// "portable": only aten:: ops (async decisions become sync); "fast": async decisions use
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
   /// None: the form the schedule was planned for (xsched --form), else portable.

@@ -52,6 +52,16 @@ LoadedModel loadModel(const std::string& path);
 /// Throws InputError when the model has no such method.
 void canonicalize(LoadedModel& model, const std::string& method);
 
+/// A model torch.jit.freeze made: its parameters and attributes are constants of its graphs (a
+/// frozen module keeps no `training` attribute).
+bool isFrozen(const torch::jit::Module& module);
+
+/// Freezes the model as torch.jit.freeze does (numerics-changing folds included: batch norms
+/// into convolutions, consecutive linears), keeping `method` when it is not forward. Returns
+/// false when it was frozen already. A model in training mode is an InputError (torch.jit.freeze
+/// needs eval mode).
+bool freezeModel(LoadedModel& model, const std::string& method);
+
 /// Saves `module` with `extra_files` to `path` atomically.
 void saveModel(const torch::jit::Module& module, const std::string& path,
                const std::map<std::string, std::string>& extra_files);
