@@ -61,9 +61,11 @@ test: build ## build and run the test suite
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: build ## original vs rewritten latency, side by side, for the sample and test models
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench bash bench/run.sh
 
 bench-peer: build ## original / peer (optimize_for_inference) / ours on public models, one thread
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
 
 format: ## clang-format every C++ file in place
