@@ -10,6 +10,9 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 OUT        ?= data/tmp
 MODEL      ?= $(BUILD_DIR)/samples/minigpt.pt
 INPUTS     ?=
+# What `make rewrite` passes to xrewrite: frozen first (as torch.jit.freeze does), checked within
+# the default tolerance. REWRITE_FLAGS= keeps the model unfrozen; --exact keeps its bits.
+REWRITE_FLAGS ?= --freeze
 BIN        := $(BUILD_DIR)/bin
 NAME       := $(basename $(notdir $(MODEL)))
 CMAKE_ARGS ?=
@@ -47,7 +50,7 @@ profile: tools ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/sch
 	$(BIN)/xsched --profile $(OUT)/profile.json --cost $(OUT)/cost.json -o $(OUT)/schedule.json --explain
 
 rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
-	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json -o $(OUT)/$(NAME).opt.pt --diff
+	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json $(REWRITE_FLAGS) -o $(OUT)/$(NAME).opt.pt --diff
 
 rewrite-cpp: tools ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook
