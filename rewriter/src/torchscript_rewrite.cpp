@@ -13,6 +13,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/passes/inliner.h>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
@@ -80,6 +81,19 @@ void noteThreadCount(const formats::Schedule& schedule, const std::string& where
                        " thread(s) (libtorch and BLAS); its savings hold for runs at that count, "
                        "not at this process's " +
                        std::to_string(now));
+}
+
+// aten::batch_norm ops in `method`'s graph with its calls inlined: what freezing folds.
+std::size_t batchNorms(const torch::jit::Module& module, const std::string& method) {
+  auto m = module.find_method(method.empty() ? "forward" : method);
+  if (!m)
+    return 0;
+  auto g = m->graph()->copy();
+  torch::jit::Inline(*g);
+  std::size_t n = 0;
+  for (const torch::jit::Node* node : g->nodes())
+    n += node->kind() == c10::Symbol::fromQualString("aten::batch_norm");
+  return n;
 }
 
 // "a/model.pt::forward" like git; absolute paths keep no prefix.
@@ -248,11 +262,16 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
     tspass::useOriginalSourceRanges(*g);
     unfrozen_text = tspass::graphText(*g);
   }
+  const std::size_t norms_before = o.freeze ? batchNorms(model.module, o.method) : 0;
   const bool froze = o.freeze && tspass::freezeModel(model, o.method);
-  if (o.freeze && !o.quiet)
-    printNote(o.model, froze ? "frozen as torch.jit.freeze does: weights are constants now, and "
-                               "batch norms are folded into the convolutions before them"
-                             : "already frozen: --freeze changes nothing");
+  if (o.freeze && !o.quiet) {
+    const std::size_t norms_after = froze ? batchNorms(model.module, o.method) : norms_before;
+    std::string what = "frozen as torch.jit.freeze does: weights are constants now";
+    if (norms_before > norms_after)
+      what += ", and " + std::to_string(norms_before - norms_after) +
+              " batch norm(s) are folded into the convolutions before them";
+    printNote(o.model, froze ? what : "already frozen: --freeze changes nothing");
+  }
   // The form the saved result will have, so ops are numbered as they will be when it is read.
   tspass::canonicalize(model, o.method);
   auto graph = tspass::inlineMethod(model.module, o.method);
