@@ -5,13 +5,12 @@
 //
 // Usage: xbench-peer ORIGINAL.pt [OURS.pt ...] [--runs N] [--warmup N] [--threads N]
 //                    [--input-file INPUTS.pt] [--peer-of-ours] [--json FILE]
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -64,14 +63,6 @@ torch::jit::Module peerOf(const torch::jit::Module& m) {
   return torch::jit::optimize_for_inference(frozen);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int run(const Args& args) {
   if (args.runs < 30)
     throw InputError("xbench-peer", "--runs must be at least 30 for a stable median");
@@ -115,7 +106,7 @@ int run(const Args& args) {
     for (int r = 0; r < args.runs; ++r)
       per_round.push_back(cs[base].ms[static_cast<std::size_t>(r)] /
                           cs[x].ms[static_cast<std::size_t>(r)]);
-    return median(per_round);
+    return profiler::summarize(std::move(per_round)).median_ms;
   };
   std::printf("threads %d (libtorch %d, BLAS %d), %d rounds, %zu contenders interleaved\n", threads,
               threads, blasThreads(), args.runs, n);

@@ -185,7 +185,7 @@ ModelInfo readModelInfo(const JsonReader& r) {
     m.format = f->toEnum<ModelFormat>();
   m.method = r.getString("method", "forward");
   if (auto f = r.find("frozen"))
-    m.frozen = r.getBool("frozen", false);
+    m.frozen = f->toBool();
   return m;
 }
 

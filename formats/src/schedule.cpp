@@ -1,11 +1,29 @@
 // schedule.json <-> Schedule.
 #include "xalloc/formats/schedule.h"
 
+#include <cmath>
+#include <cstdio>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
+#include "xalloc/error.h"
 #include "xalloc/formats/json_reader.h"
 
 namespace xalloc::formats {
+
+void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
+                         const std::string& tool) {
+  if (exact && tolerance)
+    throw InputError(tool, "--exact and --tolerance exclude each other");
+  if (tolerance && !(std::isfinite(*tolerance) && *tolerance > 0)) {
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", *tolerance);
+    throw InputError(tool, std::string("--tolerance must be a positive number (--exact for "
+                                       "bit-identical outputs), not ") +
+                               given);
+  }
+}
 
 using nlohmann::json;
 

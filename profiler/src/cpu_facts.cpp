@@ -1,15 +1,9 @@
-// The CPU's facts from /proc/cpuinfo, sysfs and the affinity mask; no libtorch (xprof's launcher
-// keys its answers by them too).
+// The CPU's facts from /proc/cpuinfo and sysfs; no libtorch (xprof's launcher keys its answers by
+// them too). The CPUs the process may use: xalloc::availableCpus (common/threads.h).
 #include "xalloc/profiler/device_info.h"
 
-#include <algorithm>
 #include <fstream>
-#include <limits.h>
-#include <sched.h>
-#include <stdlib.h>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace xalloc::profiler {
 

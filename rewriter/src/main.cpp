@@ -1,5 +1,4 @@
 // xrewrite command line: parses flags into XrewriteOptions and calls runXrewrite.
-#include <cmath>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -73,11 +72,6 @@ int main(int argc, char** argv) {
   if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;
-  if (o.tolerance && !(std::isfinite(*o.tolerance) && *o.tolerance > 0)) {
-    xalloc::printError("xrewrite", "--tolerance must be a positive number (--exact for "
-                                   "bit-identical outputs)");
-    return xalloc::kExitError;
-  }
   if (!form.empty()) {
     o.form = xalloc::formats::fromString<xalloc::formats::RewriteForm>(form);
     if (!o.form) {

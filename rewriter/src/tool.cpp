@@ -117,6 +117,7 @@ int runXrewrite(const XrewriteOptions& o) {
     loadOpLibrary(lib);
   if (!o.show.empty())
     return showStoredSchedule(o.show, o.method);
+  formats::checkToleranceFlags(o.tolerance, o.exact, "xrewrite");
   if (!o.cpp_files.empty()) {
     if (!o.model.empty())
       throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");

@@ -1,9 +1,7 @@
 // xsched: read a profile and a cost model, decide every site, write schedule.json.
 #include "xalloc/scheduler/tool.h"
 
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -63,15 +61,7 @@ int runXsched(const XschedOptions& o) {
   so.async_overhead_ms = o.async_overhead_ms;
   so.limits.node_limit = o.node_limit;
   so.limits.time_limit_ms = o.time_limit_ms;
-  if (o.exact && o.tolerance)
-    throw InputError("xsched", "--exact and --tolerance exclude each other");
-  if (o.tolerance && !(std::isfinite(*o.tolerance) && *o.tolerance > 0)) {
-    char given[32];
-    std::snprintf(given, sizeof given, "%g", *o.tolerance);
-    throw InputError("xsched", std::string("--tolerance must be a positive number (--exact for "
-                                           "bit-identical outputs), not ") +
-                                   given);
-  }
+  formats::checkToleranceFlags(o.tolerance, o.exact, "xsched");
   so.tolerance = o.exact ? 0.0 : o.tolerance.value_or(formats::kDefaultTolerance);
 
   // Documents come from the named files, or from the stream on stdin for what is not named.

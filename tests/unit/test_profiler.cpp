@@ -337,7 +337,7 @@ TEST(Profiler, EveryConsumerOfANonContiguousValueIsTimedBothWays) {
       }
     }
     EXPECT_GT(timed, 0u) << name;
-    if (at::get_num_threads() < profiler::availableCpus()) {
+    if (at::get_num_threads() < xalloc::availableCpus()) {
       ASSERT_FALSE(p.gpu_idle_events.empty()) << name;
       for (const auto& w : p.gpu_idle_events) {
         EXPECT_GT(w.spare_cores, 0.0);

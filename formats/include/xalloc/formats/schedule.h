@@ -41,6 +41,11 @@ bool sameExpression(const Decision& a, const Decision& b);
 /// ~1e-6 of their scale; 1e-4 leaves room for that and no more.
 inline constexpr double kDefaultTolerance = 1e-4;
 
+/// A tool's --tolerance and --exact flags (xsched, xrewrite): a tolerance is a positive finite
+/// number, and the two exclude each other; InputError naming `tool` otherwise.
+void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
+                         const std::string& tool);
+
 struct ScheduleSummary {
   double predicted_time_before_ms = 0;
   double predicted_time_after_ms = 0;

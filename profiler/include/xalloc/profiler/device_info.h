@@ -10,8 +10,6 @@
 
 namespace xalloc::profiler {
 
-using xalloc::availableCpus;
-
 /// /proc/cpuinfo's model name ("cpu" when it has none).
 std::string cpuName();
 
