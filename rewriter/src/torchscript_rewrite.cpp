@@ -124,7 +124,9 @@ std::vector<c10::IValue> freshLike(const std::vector<c10::IValue>& fixed, std::u
 // What verification found: the largest error over all runs, and what went wrong ("" if not).
 struct Verified {
   std::string problem;
-  double error = 0; // max |new - original| over max |original|, per output, the worst
+  double error = 0;      // max |new - original| over max |original|, per output, the worst
+  bool same_bits = true; // every run's outputs bit-identical (an error of 0 may still differ in
+                         // the sign of a zero or a NaN's payload)
 };
 
 // Runs `method` of the models at `a` and `b` on the same inputs and compares their outputs:
@@ -157,6 +159,7 @@ Verified verifyOutputs(const std::string& a, const std::string& b, const std::st
     const double e = same_bits ? 0.0 : tspass::maxRelativeError(out_a, out_b);
     const bool bad = tolerance > 0 ? !(e <= tolerance) : !same_bits;
     v.error = std::max(v.error, e);
+    v.same_bits = v.same_bits && same_bits;
     if (bad) {
       const c10::IValue again = run(ma);
       if (tolerance > 0 ? !(tspass::maxRelativeError(out_a, again) <= tolerance)
@@ -342,7 +345,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
                 ? std::to_string(o.verify_runs) + " example input(s)" + verify.origin
                 : "the inputs of " + verify.file + verify.origin + " and " +
                       std::to_string(o.verify_runs) + " fresh input(s) shaped like them";
-        if (v.error == 0)
+        if (v.same_bits)
           std::cerr << "xrewrite: outputs bit-identical to the original on " << on << "\n";
         else
           std::cerr << "xrewrite: outputs within " << sci(tolerance) << " of the original's "
