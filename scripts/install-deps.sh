@@ -7,13 +7,14 @@
 # libopenblas0-pthread is the backend: installing it makes Debian's libblas.so.3 alternative point
 # at OpenBLAS, which libtorch then runs on, as deployments do. libblas3 (the reference BLAS) stays
 # installed beside it for the few labelled checks that need it (tests/cli/lib.sh). torchvision
-# gives `make bench-peer` its public models.
+# gives `make bench-peer` its public models. libdnnl-dev (oneDNN, the same libdnnl.so.2 libtorch
+# runs on) builds the runtime's packed convolutions for channels-last regions.
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ccache git clang-format
   libtorch-dev python3-torch python3-torchvision
-  libopenblas0-pthread libblas3
+  libopenblas0-pthread libblas3 libdnnl-dev
   libclang-cpp14-dev libclang-14-dev llvm-14-dev clang-14 clang-tidy-14
   nlohmann-json3-dev libeigen3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
