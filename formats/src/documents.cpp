@@ -143,6 +143,13 @@ void checkEnvelope(const nlohmann::json& doc, DocKind kind) {
   if (schema != schemaName(kind))
     r.at("schema").fail("unknown schema '" + schema + "', expected '" + schemaName(kind) + "'");
   std::int64_t version = r.getInt("schema_version");
+  if (kind == DocKind::Schedule && version == 1)
+    r.at("schema_version")
+        .fail("schema_version 1 of 'xalloc.schedule' is from before layout targets (this build "
+              "reads version " +
+              std::to_string(kScheduleVersion) +
+              ", where every decision names the layout it makes): run xsched again on the "
+              "profile");
   if (version != schemaVersion(kind))
     r.at("schema_version")
         .fail("unsupported schema_version " + std::to_string(version) + " of '" + schema +

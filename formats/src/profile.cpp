@@ -187,6 +187,11 @@ json toJson(const Profile& p) {
   j["gpu_idle_events"] = json::array();
   for (const auto& e : p.gpu_idle_events)
     j["gpu_idle_events"].push_back(toJson(e));
+  j["regions"] = json::array();
+  for (const auto& g : p.regions)
+    j["regions"].push_back(toJson(g));
+  if (!p.regions_note.empty())
+    j["regions_note"] = p.regions_note;
   return j;
 }
 
@@ -243,6 +248,15 @@ Profile readProfile(const JsonReader& r) {
     if (!op_ids.count(ev.after_op_id))
       e.at("after_op_id").fail("unknown op id " + std::to_string(ev.after_op_id));
   });
+  if (auto g = r.find("regions")) {
+    std::set<std::int64_t> region_ids;
+    g->forEach([&](const JsonReader& e) {
+      p.regions.push_back(readRegion(e));
+      if (!region_ids.insert(p.regions.back().ref.id).second)
+        e.at("id").fail("duplicate region id " + std::to_string(p.regions.back().ref.id));
+    });
+  }
+  p.regions_note = r.getString("regions_note", "");
   return p;
 }
 

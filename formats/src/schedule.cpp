@@ -77,6 +77,11 @@ json toJson(const Decision& d) {
   j["input_anchor"] = d.input_anchor ? toJson(*d.input_anchor) : json(nullptr);
   j["layout"] = toJson(d.layout);
   j["reason"] = d.reason;
+  j["target"] = toString(d.target);
+  if (d.packed)
+    j["packed"] = true;
+  if (d.region)
+    j["region"] = toJson(*d.region);
   return j;
 }
 
@@ -105,6 +110,18 @@ Decision readDecision(const JsonReader& r) {
   if (auto l = r.find("layout"))
     d.layout = readLayout(*l);
   d.reason = r.getString("reason", "");
+  d.target = r.at("target").toEnum<LayoutTarget>();
+  d.packed = r.getBool("packed", false);
+  if (auto g = r.find("region"))
+    d.region = readRegionRef(*g);
+  if (d.packed && (!d.region || (d.target != LayoutTarget::ChannelsLast &&
+                                 d.target != LayoutTarget::Contiguous)))
+    r.at("packed").fail("packed weights belong to a region decision whose activations are "
+                        "channels_last (convolutions) or contiguous (linears)");
+  if (d.region && (d.action == Action::Async || d.action == Action::Remove))
+    r.at("action").fail("a region decision is 'sync' (run the region in its target) or 'none'");
+  if (!d.region && d.target == LayoutTarget::Blocked)
+    r.at("target").fail("the blocked layout is for regions (a decision with a 'region')");
   return d;
 }
 

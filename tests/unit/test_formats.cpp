@@ -407,3 +407,117 @@ TEST(Formats, FirstLineSkipsLeadingBlankLines) {
   EXPECT_EQ(firstLine(" \n\n"), "");
   EXPECT_EQ(firstLine(std::string(300, 'x')).size(), 203u);
 }
+
+namespace {
+Region sampleRegion() {
+  Region g;
+  g.ref.id = 0;
+  g.ref.convolutions = 1;
+  g.ref.nodes = {{"m.py", "Net.forward", "self.conv(x)", "aten::conv2d", 0, 3, 9},
+                 {"m.py", "Net.forward", "F.relu(y)", "aten::relu", 0, 4, 9}};
+  g.entries = {{{1, 3, 8, 8}, {192, 64, 8, 1}, 0, "float32", "cpu"}};
+  g.exits = {{{1, 4, 8, 8}, {256, 64, 8, 1}, 0, "float32", "cpu"}};
+  RegionCandidate as_is;
+  as_is.measured = true;
+  as_is.time_ms = 1.5;
+  RegionCandidate cl = as_is;
+  cl.target = LayoutTarget::ChannelsLast;
+  cl.packed = true;
+  cl.time_ms = 1.0;
+  cl.delta_ms = -0.5;
+  cl.delta_spread_ms = 0.01;
+  cl.identical_output = false;
+  cl.output_error = 2e-7;
+  RegionCandidate blocked;
+  blocked.target = LayoutTarget::Blocked;
+  blocked.note = "no convolution of the region has constant weights";
+  g.candidates = {as_is, cl, blocked};
+  return g;
+}
+} // namespace
+
+TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
+  Profile p = sampleProfile();
+  p.regions.push_back(sampleRegion());
+  json j = toJson(p);
+  Profile back = profileFromJson(j, "p.json");
+  EXPECT_EQ(toJson(back), j);
+  ASSERT_EQ(back.regions.size(), 1u);
+  EXPECT_EQ(back.regions[0].candidates[1].name(), "channels_last+packed");
+  EXPECT_EQ(back.regions[0].candidates[1].output_error, 2e-7);
+  EXPECT_TRUE(back.regions[0].candidates[1].needsRuntime());
+  EXPECT_FALSE(back.regions[0].candidates[0].needsRuntime());
+
+  // The first candidate is the region as it is; a packed blocked region does not exist.
+  json bad = j;
+  bad["regions"][0]["candidates"][0]["target"] = "channels_last";
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates");
+  bad = j;
+  bad["regions"][0]["candidates"][2]["packed"] = true;
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/2/packed");
+  bad = j;
+  bad["regions"][0]["candidates"][1]["target"] = "nhwc";
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/1/target");
+  bad = j;
+  bad["regions"][0]["nodes"] = json::array();
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/nodes");
+
+  Schedule s;
+  s.model.path = "m.pt";
+  Decision d;
+  d.action = Action::Sync;
+  d.target = LayoutTarget::ChannelsLast;
+  d.packed = true;
+  d.region = sampleRegion().ref;
+  d.anchor = d.region->nodes.front();
+  s.decisions.push_back(d);
+  json js = toJson(s);
+  EXPECT_EQ(js["schema_version"], 2);
+  EXPECT_EQ(js["decisions"][0]["target"], "channels_last");
+  EXPECT_EQ(toJson(scheduleFromJson(js, "s.json")), js);
+  EXPECT_EQ(parseCandidateName("channels_last+packed")->packed, true);
+  EXPECT_FALSE(parseCandidateName("blocked+packed"));
+  EXPECT_FALSE(parseCandidateName("nchw"));
+
+  // A region decision converts (sync) or not; blocked is for regions only.
+  json bad_s = js;
+  bad_s["decisions"][0]["action"] = "async";
+  bad_s["decisions"][0]["window_id"] = nullptr;
+  EXPECT_THROW(scheduleFromJson(bad_s, "s.json"), InputError);
+  bad_s = js;
+  bad_s["decisions"][0].erase("region");
+  bad_s["decisions"][0]["packed"] = false;
+  bad_s["decisions"][0]["target"] = "blocked";
+  EXPECT_THROW(scheduleFromJson(bad_s, "s.json"), InputError);
+  bad_s = js;
+  bad_s["decisions"][0]["target"] = "nhwc";
+  try {
+    scheduleFromJson(bad_s, "s.json");
+    FAIL() << "an unknown layout was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "s.json: /decisions/0/target");
+    EXPECT_NE(e.message().find("'channels_last'"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Formats, ScheduleOfVersionOneIsRejectedClearly) {
+  Schedule s;
+  s.model.path = "m.pt";
+  json js = toJson(s);
+  js["schema_version"] = 1;
+  try {
+    scheduleFromJson(js, "old.json");
+    FAIL() << "a version-1 schedule was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "old.json: /schema_version");
+    EXPECT_NE(e.message().find("before layout targets"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("run xsched again"), std::string::npos) << e.message();
+  }
+  // A version-2 decision without its target is incomplete.
+  Decision d;
+  d.action = Action::Sync;
+  s.decisions.push_back(d);
+  js = toJson(s);
+  js["decisions"][0].erase("target");
+  EXPECT_THROW(scheduleFromJson(js, "s.json"), InputError);
+}

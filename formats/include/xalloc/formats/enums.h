@@ -28,6 +28,11 @@ enum class Origin {
 /// conversions, which reuse large outputs, and async ones in idle windows).
 enum class RewriteForm { Portable, Fast };
 
+/// The layout a conversion or a region produces (a decision's `target`): row-major contiguous
+/// (what `.contiguous()` makes), channels-last for 4-D and 5-D tensors, or oneDNN's blocked
+/// format (`to_mkldnn` at a region's entries, `to_dense` at its exits).
+enum class LayoutTarget { Contiguous, ChannelsLast, ChannelsLast3d, Blocked };
+
 template <class E> struct EnumNames;
 template <> struct EnumNames<ModelFormat> {
   static constexpr std::pair<ModelFormat, const char*> table[] = {
@@ -44,6 +49,14 @@ template <> struct EnumNames<Origin> {
 template <> struct EnumNames<RewriteForm> {
   static constexpr std::pair<RewriteForm, const char*> table[] = {
       {RewriteForm::Portable, "portable"}, {RewriteForm::Fast, "fast"}};
+};
+
+template <> struct EnumNames<LayoutTarget> {
+  static constexpr std::pair<LayoutTarget, const char*> table[] = {
+      {LayoutTarget::Contiguous, "contiguous"},
+      {LayoutTarget::ChannelsLast, "channels_last"},
+      {LayoutTarget::ChannelsLast3d, "channels_last_3d"},
+      {LayoutTarget::Blocked, "blocked"}};
 };
 
 template <class E> const char* toString(E e) {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "xalloc/formats/common.h"
+#include "xalloc/formats/region.h"
 
 namespace xalloc::formats {
 
@@ -99,6 +100,10 @@ struct Profile {
   std::vector<Record> records;
   std::vector<ConversionCost> conversion_cost_table;
   std::vector<IdleEvent> gpu_idle_events;
+  /// Layout regions of the model frozen (region.h), each with its candidate layouts measured;
+  /// empty when there are none or they could not be measured (`regions_note` says why).
+  std::vector<Region> regions;
+  std::string regions_note;
 
   const Op* findOp(std::int64_t id) const;
   const Record* findRecord(std::int64_t id) const;

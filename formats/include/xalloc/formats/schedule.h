@@ -2,11 +2,13 @@
 #pragma once
 
 #include "xalloc/formats/common.h"
+#include "xalloc/formats/region.h"
 
 namespace xalloc::formats {
 
 inline constexpr const char* kScheduleSchema = "xalloc.schedule";
-inline constexpr std::int64_t kScheduleVersion = 1;
+/// 2: every decision names its target layout, and decisions may be about a whole region.
+inline constexpr std::int64_t kScheduleVersion = 2;
 
 enum class Action { None, Sync, Async, Remove };
 const char* actionName(Action a);
@@ -29,6 +31,15 @@ struct Decision {
   std::optional<Anchor> input_anchor; // remove: producer of the conversion's input
   Layout layout;
   std::string reason;
+  /// The layout a sync/async conversion makes (a region's: the layout it runs in); for a
+  /// value decision, row-major contiguous or channels-last.
+  LayoutTarget target = LayoutTarget::Contiguous;
+  /// A region decision: its convolutions or linears run with packed weights (the runtime's
+  /// xalloc::conv2d_packed, xalloc::linear_packed: the fast form).
+  bool packed = false;
+  /// Present for a decision about a whole region (action sync: run it in `target`; none: leave
+  /// it), whose anchor is that of its first op.
+  std::optional<RegionRef> region;
 };
 
 /// Both decisions are about one expression of a source: the same site (Anchor::sameSite) at the
