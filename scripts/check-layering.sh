@@ -15,7 +15,7 @@ memplan: common formats memplan
 costfit: common formats costfit
 scheduler: common formats costfit memplan scheduler
 runtime: common runtime
-torchscript_pass: common formats tspass
+torchscript_pass: common formats tspass runtime
 cppsource: common formats cppsource
 profiler: common formats tspass runtime cppsource profiler
 rewriter: common formats tspass runtime cppsource rewriter

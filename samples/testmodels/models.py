@@ -14,6 +14,9 @@ pattern the tools must handle:
 - FrozenMLP: two Linears of a model frozen with torch.jit.freeze (weights are constants).
 - TracedMixer: TokenMixer saved with torch.jit.trace, whose source ranges are Python stacks,
   not source code.
+- TinyCNN: one layout region, small enough for unit tests: convolutions with batch norms,
+  a depthwise convolution with SiLU, squeeze-and-excitation, a residual add with ReLU, pooling,
+  then flatten and a Linear (outside the region).
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
@@ -172,6 +175,28 @@ class FrozenMLP(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class TinyCNN(nn.Module):
+    def __init__(self, c: int = 16, classes: int = 10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 3, padding=1, bias=False)
+        self.bn0 = nn.BatchNorm2d(c)
+        self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.se_reduce = nn.Conv2d(c, 4, 1)
+        self.se_expand = nn.Conv2d(4, c, 1)
+        self.pw = nn.Conv2d(c, c, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.head = nn.Linear(c, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.bn0(self.stem(x)))
+        y = F.silu(self.bn1(self.dw(x)))
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(F.adaptive_avg_pool2d(y, 1)))))
+        y = self.bn2(self.pw(y * s))
+        x = F.max_pool2d(F.relu(x + y), 2)
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
 class TracedMixer(TokenMixer):
     """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
     node's source range is the Python stack the tracer saw, not an expression."""
@@ -190,4 +215,5 @@ MODELS = {
                           {"name": "y", "shape": [8, 128, 128], "dtype": "float32"}]),
     "traced": (TracedMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "frozen": (FrozenMLP, [{"name": "x", "shape": [4, 512], "dtype": "float32"}]),
+    "tinycnn": (TinyCNN, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
 }

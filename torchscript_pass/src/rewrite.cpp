@@ -127,8 +127,8 @@ public:
         order.push_back(i);
     for (std::size_t i : order) {
       const Decision& d = schedule_.decisions[i];
-      if (d.action == Action::None)
-        continue;
+      if (d.action == Action::None || d.region)
+        continue; // a region's decision is applyRegionDecisions'
       ApplyResult r;
       r.decision_index = i;
       r.action = d.action;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ struct ApplyOptions {
 /// Applies `schedule` to an inlined graph in place.
 ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
                           const formats::Schedule& schedule, const ApplyOptions& options = {});
+
+/// Applies the schedule's region decisions (sync with a `region`) to a frozen, inlined graph in
+/// place: each region found again by its ops' anchors (regions.h) and rewritten to run in its
+/// target. `input_ranks`: the ranks of the method's inputs after self (what the regions were
+/// found with). `fast_form`: the runtime's ops may be written (packed and blocked regions);
+/// else those decisions are skipped. A graph that is not frozen skips them all (its weights are
+/// attributes, not constants that can be re-laid once).
+ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                                 const std::vector<std::optional<int>>& input_ranks, bool frozen,
+                                 bool fast_form);
 
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and

@@ -1,0 +1,325 @@
+// Layout regions (tspass/regions.h) on the TinyCNN test model frozen, and on small graphs: what a
+// region holds and what stays out, each candidate layout rewritten in place and still computing
+// the same values, packed and blocked regions surviving save and load, a region decided as a
+// whole by xrewrite's pass and found again (or found applied) on a second run.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
+
+#include "temp_path.h"
+
+using namespace xalloc;
+using namespace xalloc::tspass;
+using formats::LayoutTarget;
+using formats::RegionCandidate;
+
+namespace {
+
+const std::string kTinyCnn = std::string(XALLOC_SAMPLES_DIR) + "/tinycnn.pt";
+
+// TinyCNN frozen as xrewrite --freeze and xprof's regions freeze it, inlined.
+struct Frozen {
+  LoadedModel model;
+  std::shared_ptr<torch::jit::Graph> graph;
+  std::vector<c10::IValue> inputs; // self first
+};
+
+Frozen frozenTinyCnn() {
+  Frozen f{loadModel(kTinyCnn), nullptr, {}};
+  freezeModel(f.model, "forward");
+  canonicalize(f.model, "forward");
+  f.graph = inlineMethod(f.model.module, "forward");
+  useOriginalSourceRanges(*f.graph);
+  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, kTinyCnn), 7);
+  f.inputs = methodInputs(f.model.module, "forward", x, kTinyCnn);
+  return f;
+}
+
+std::vector<std::optional<int>> ranksOf(const Frozen& f) {
+  return inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+}
+
+std::size_t count(const torch::jit::Graph& g, const char* kind) {
+  const auto k = c10::Symbol::fromQualString(kind);
+  std::size_t n = 0;
+  for (const auto* node : g.nodes())
+    n += node->kind() == k;
+  return n;
+}
+
+std::size_t countIn(const LayoutRegion& r, const char* kind) {
+  const auto k = c10::Symbol::fromQualString(kind);
+  return static_cast<std::size_t>(std::count_if(
+      r.nodes.begin(), r.nodes.end(), [&](const torch::jit::Node* n) { return n->kind() == k; }));
+}
+
+c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
+  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+  torch::jit::Stack s(in.begin(), in.end());
+  fn.run(s);
+  return s.back();
+}
+
+// The regions of convolutions (the head's linear is a region of its own, rank 0).
+std::vector<LayoutRegion> convRegions(torch::jit::Graph& g,
+                                      const std::vector<std::optional<int>>& ranks) {
+  auto all = findLayoutRegions(g, ranks);
+  all.erase(
+      std::remove_if(all.begin(), all.end(), [](const LayoutRegion& r) { return r.rank == 0; }),
+      all.end());
+  return all;
+}
+
+RegionCandidate candidate(LayoutTarget t, bool packed = false) {
+  RegionCandidate c;
+  c.target = t;
+  c.packed = packed;
+  return c;
+}
+
+} // namespace
+
+TEST(Regions, TinyCnnIsOneRegionFromStemToPooling) {
+  Frozen f = frozenTinyCnn();
+  auto regions = convRegions(*f.graph, ranksOf(f));
+  ASSERT_EQ(regions.size(), 1u);
+  const LayoutRegion& r = regions[0];
+  EXPECT_EQ(r.rank, 4);
+  EXPECT_TRUE(r.convex);
+  // stem, depthwise, the two of squeeze-and-excitation, pointwise: the batch norms are folded.
+  EXPECT_EQ(r.convolutions, 5);
+  EXPECT_EQ(countIn(r, "aten::conv2d"), 5u);
+  EXPECT_EQ(countIn(r, "aten::batch_norm"), 0u);
+  EXPECT_GE(countIn(r, "aten::silu") + countIn(r, "aten::silu_"), 2u);
+  EXPECT_EQ(countIn(r, "aten::sigmoid"), 1u);
+  EXPECT_EQ(countIn(r, "aten::mul"), 1u);
+  EXPECT_EQ(countIn(r, "aten::max_pool2d"), 1u);
+  EXPECT_EQ(countIn(r, "aten::adaptive_avg_pool2d"), 2u);
+  // What flattens and classifies is outside: it fixes the layout.
+  EXPECT_EQ(countIn(r, "aten::flatten"), 0u);
+  EXPECT_EQ(countIn(r, "aten::linear"), 0u);
+  ASSERT_EQ(regionEntries(r).size(), 1u);
+  EXPECT_EQ(regionEntries(r)[0], f.graph->inputs()[1]);
+  ASSERT_EQ(regionExits(r).size(), 1u);
+  EXPECT_EQ(regionExits(r)[0]->uses()[0].user->kind(),
+            c10::Symbol::fromQualString("aten::flatten"));
+}
+
+TEST(Regions, FrozenLinearIsARegionOfItsOwnAndPacks) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  Frozen f = frozenTinyCnn();
+  auto all = findLayoutRegions(*f.graph, ranksOf(f));
+  ASSERT_EQ(all.size(), 2u);
+  LayoutRegion& lin = all[1];
+  EXPECT_EQ(lin.rank, 0);
+  ASSERT_EQ(lin.nodes.size(), 1u);
+  EXPECT_EQ(lin.nodes[0]->kind(), c10::Symbol::fromQualString("aten::linear"));
+  const c10::IValue before = run(f.graph, f.inputs);
+  // Its activations stay as they are: only the weight is packed.
+  EXPECT_FALSE(applyRegionLayout(*f.graph, lin, candidate(LayoutTarget::ChannelsLast)).applied);
+  const RegionEdit e = applyRegionLayout(*f.graph, lin, candidate(LayoutTarget::Contiguous, true));
+  ASSERT_TRUE(e.applied) << e.message;
+  EXPECT_EQ(e.packed, 1);
+  EXPECT_EQ(count(*f.graph, "xalloc::linear_packed"), 1u);
+  EXPECT_EQ(count(*f.graph, "aten::linear"), 0u);
+  EXPECT_LE(maxRelativeError(before, run(f.graph, f.inputs)), 1e-5);
+}
+
+TEST(Regions, InputOfUnknownRankStartsNoRegion) {
+  Frozen f = frozenTinyCnn();
+  EXPECT_TRUE(convRegions(*f.graph, {std::nullopt}).empty());
+  EXPECT_TRUE(convRegions(*f.graph, {}).empty());
+}
+
+TEST(Regions, InPlaceWriteOfAnOutsideValueStaysOut) {
+  // relu_ writes the graph's input: converted at the region's entry, it would write the copy.
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%self : Tensor, %x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %r : Tensor = aten::relu_(%x)
+  %c : Tensor = aten::conv2d(%r, %w, %none, %s, %s, %s, %one)
+  %y : Tensor = aten::relu_(%c)
+  %z : Tensor = aten::add(%y, %x, %one)
+  return (%z))IR",
+                      g.get());
+  auto regions = findLayoutRegions(*g, {4, 4});
+  ASSERT_EQ(regions.size(), 1u);
+  std::vector<std::string> kinds;
+  for (auto* n : regions[0].nodes)
+    kinds.push_back(n->kind().toQualString());
+  EXPECT_EQ(kinds, (std::vector<std::string>{"aten::conv2d", "aten::relu_", "aten::add"}));
+  // Both reads of the input come from outside: the input is the one entry.
+  ASSERT_EQ(regionEntries(regions[0]).size(), 2u); // the relu_ output and the input itself
+}
+
+TEST(Regions, EveryCandidateKeepsTheValues) {
+  const std::vector<RegionCandidate> cands = {candidate(LayoutTarget::ChannelsLast),
+                                              candidate(LayoutTarget::ChannelsLast, true),
+                                              candidate(LayoutTarget::Blocked)};
+  for (const auto& c : cands) {
+    if (c.packed && !runtime::hasPackedConv())
+      continue;
+    SCOPED_TRACE(c.name());
+    Frozen f = frozenTinyCnn();
+    const c10::IValue before = run(f.graph, f.inputs);
+    auto regions = convRegions(*f.graph, ranksOf(f));
+    ASSERT_EQ(regions.size(), 1u);
+    const RegionEdit e = applyRegionLayout(*f.graph, regions[0], c);
+    ASSERT_TRUE(e.applied) << e.message;
+    f.graph->lint();
+    const c10::IValue after = run(f.graph, f.inputs);
+    EXPECT_LE(maxRelativeError(before, after), 1e-5);
+    // The model's output keeps its layout.
+    EXPECT_TRUE(after.toTensor().is_contiguous());
+    if (c.target == LayoutTarget::ChannelsLast && !c.packed) {
+      EXPECT_EQ(e.entry_conversions, 1);
+      EXPECT_EQ(e.exit_conversions, 1);
+      // The stem's: the 1x1 and depthwise convolutions' weights are channels-last already.
+      EXPECT_EQ(e.weights_relaid, 1);
+    }
+    if (c.packed) {
+      EXPECT_EQ(e.packed, 5);
+      EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 5u);
+      EXPECT_EQ(count(*f.graph, "aten::conv2d"), 0u);
+      // relu after the stem, silu after the depthwise and the squeeze, sigmoid after the expand.
+      EXPECT_EQ(e.fused, 4);
+    }
+    if (c.target == LayoutTarget::Blocked) {
+      EXPECT_EQ(count(*f.graph, "prim::mkldnn_convolution"), 5u);
+      EXPECT_GE(count(*f.graph, "aten::to_mkldnn"), 1u);
+      EXPECT_GE(count(*f.graph, "aten::to_dense"), 1u);
+      EXPECT_EQ(count(*f.graph, "prim::BroadcastMKLDNNTensors"), 0u);
+    }
+  }
+}
+
+TEST(Regions, PackedAndBlockedRegionsSurviveSaveAndLoad) {
+  for (const auto& c :
+       {candidate(LayoutTarget::ChannelsLast, true), candidate(LayoutTarget::Blocked)}) {
+    if (c.packed && !runtime::hasPackedConv())
+      continue;
+    SCOPED_TRACE(c.name());
+    Frozen f = frozenTinyCnn();
+    auto regions = convRegions(*f.graph, ranksOf(f));
+    ASSERT_EQ(regions.size(), 1u);
+    ASSERT_TRUE(applyRegionLayout(*f.graph, regions[0], c).applied);
+    const c10::IValue before = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
+    const std::string path = xalloc::testing::tempPath("region.pt");
+    saveModel(f.model.module, path, {});
+    LoadedModel back = loadModel(path);
+    std::remove(path.c_str());
+    const c10::IValue after = back.module.forward({f.inputs.begin() + 1, f.inputs.end()});
+    EXPECT_TRUE(bitwiseEqual(before, after));
+  }
+}
+
+TEST(Regions, ExtractedRegionRunsAloneAsInTheModel) {
+  Frozen f = frozenTinyCnn();
+  auto regions = convRegions(*f.graph, ranksOf(f));
+  ASSERT_EQ(regions.size(), 1u);
+  ExtractedRegion x = extractRegion(regions[0]);
+  ASSERT_EQ(x.inputs.size(), 1u);
+  ASSERT_EQ(x.outputs.size(), 1u);
+  x.graph->lint();
+  // The region's exit is the global pooling of the model's input: run it on that input.
+  const c10::IValue alone = run(x.graph, {f.inputs[1]});
+  EXPECT_EQ(alone.toTensor().sizes(), (std::vector<std::int64_t>{2, 16, 1, 1}));
+  // And the same region rewritten in channels-last, alone, gives the same values.
+  ExtractedRegion y = extractRegion(regions[0]);
+  ASSERT_TRUE(applyRegionLayout(*y.graph, y.region, candidate(LayoutTarget::ChannelsLast)).applied);
+  EXPECT_LE(maxRelativeError(alone, run(y.graph, {f.inputs[1]})), 1e-5);
+}
+
+TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
+  Frozen f = frozenTinyCnn();
+  const auto ranks = ranksOf(f);
+  auto regions = convRegions(*f.graph, ranks);
+  ASSERT_EQ(regions.size(), 1u);
+  GraphIndex index(*f.graph);
+  formats::Schedule s;
+  formats::Decision d;
+  d.action = formats::Action::Sync;
+  d.target = LayoutTarget::ChannelsLast;
+  d.region = regionRef(regions[0], index, 0);
+  d.anchor = d.region->nodes.front();
+  s.decisions.push_back(d);
+  EXPECT_TRUE(sameRegion(regions[0], index, *d.region));
+
+  // Not frozen: nothing is applied. Frozen: applied once, then found applied.
+  auto skipped = applyRegionDecisions(*f.graph, s, ranks, /*frozen=*/false, true);
+  ASSERT_EQ(skipped.results.size(), 1u);
+  EXPECT_EQ(skipped.results[0].status, ApplyStatus::Skipped);
+  auto first = applyRegionDecisions(*f.graph, s, ranks, true, true);
+  ASSERT_EQ(first.results.size(), 1u);
+  EXPECT_EQ(first.results[0].status, ApplyStatus::Applied) << first.results[0].message;
+  const std::string text = graphText(*f.graph);
+  auto again = applyRegionDecisions(*f.graph, s, ranks, true, true);
+  EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
+  EXPECT_EQ(graphText(*f.graph), text);
+
+  // A region that is not there (another op list) is not found, and nothing changes.
+  formats::Decision other = d;
+  other.region->nodes.pop_back();
+  formats::Schedule s2;
+  s2.decisions.push_back(other);
+  Frozen g = frozenTinyCnn();
+  auto missing = applyRegionDecisions(*g.graph, s2, ranks, true, true);
+  EXPECT_EQ(missing.results[0].status, ApplyStatus::NotFound);
+}
+
+TEST(Regions, PackedNeedsTheFastForm) {
+  Frozen f = frozenTinyCnn();
+  const auto ranks = ranksOf(f);
+  auto regions = convRegions(*f.graph, ranks);
+  GraphIndex index(*f.graph);
+  formats::Schedule s;
+  formats::Decision d;
+  d.action = formats::Action::Sync;
+  d.target = LayoutTarget::ChannelsLast;
+  d.packed = true;
+  d.region = regionRef(regions[0], index, 0);
+  s.decisions.push_back(d);
+  auto r = applyRegionDecisions(*f.graph, s, ranks, true, /*fast_form=*/false);
+  EXPECT_EQ(r.results[0].status, ApplyStatus::Skipped);
+  EXPECT_NE(r.results[0].message.find("--form fast"), std::string::npos);
+  EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 0u);
+}
+
+TEST(Regions, PackedConvolutionMatchesAtenAndRejectsBadInput) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({2, 8, 9, 9});
+  const at::Tensor w = at::randn({8, 1, 3, 3}), b = at::randn({8});
+  runtime::PackedConv p(w, b, {2, 2}, {1, 1}, {1, 1}, 8, "silu");
+  const at::Tensor got = p.run(x);
+  const at::Tensor want = at::silu(at::conv2d(x, w, b, {2, 2}, {1, 1}, {1, 1}, 8));
+  EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(got.sizes(), want.sizes());
+  EXPECT_LE((got - want).abs().max().item<double>() / want.abs().max().item<double>(), 1e-5);
+  // A second shape is packed for anew, the first still served.
+  EXPECT_EQ(p.run(at::randn({1, 8, 5, 5})).sizes(), (std::vector<std::int64_t>{1, 8, 3, 3}));
+  EXPECT_THROW(p.run(at::randn({2, 4, 9, 9})), c10::Error);
+  EXPECT_THROW(runtime::PackedConv(w, b, {1, 1}, {0, 0}, {1, 1}, 8, "swish"), c10::Error);
+}

@@ -1,0 +1,106 @@
+// Layout regions of an inlined (frozen) graph: ops that accept and keep a layout, connected
+// through the 4-D (5-D) tensors they pass each other. What each op family does with a layout is
+// said once, in layout_families.h; this file finds the regions, takes one out as a graph of its
+// own (to time it in isolation), and rewrites one in place to run in another layout, with
+// conversions at its entries and exits only. xprof and xrewrite both call these, so what is
+// measured is what is written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "xalloc/formats/region.h"
+
+namespace torch::jit {
+struct Graph;
+struct Node;
+struct Value;
+} // namespace torch::jit
+
+namespace xalloc::tspass {
+
+class GraphIndex;
+
+struct LayoutRegion {
+  std::vector<torch::jit::Node*> nodes; // graph order, top-level block only
+  /// 4: channels_last; 5: channels_last_3d; 0: a linear with a constant weight (and the
+  /// activation after it), whose activations stay row-major and whose weight can be packed.
+  int rank = 4;
+  std::int64_t convolutions = 0;
+  /// False when a path leaves the region and comes back into it: it cannot run as a graph of
+  /// its own, so it is not measured (and so never chosen).
+  bool convex = true;
+};
+
+/// The tensors a region reads from outside it (activations of its rank; not constants).
+std::vector<torch::jit::Value*> regionEntries(const LayoutRegion& r);
+/// The values made in the region and read outside it (or returned), other than by ops that read
+/// only their metadata (aten::size, aten::dim).
+std::vector<torch::jit::Value*> regionExits(const LayoutRegion& r);
+
+/// The regions of `graph`'s top-level block that hold at least one convolution, and each linear
+/// whose weight is a constant (a frozen model's) as a region of its own, in graph order.
+/// `input_ranks`: the rank of each graph input after `self` (nullopt: unknown), from the inputs
+/// the model is run on; a tensor of unknown rank never enters a region.
+std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
+                                            const std::vector<std::optional<int>>& input_ranks);
+
+/// The region as the documents name it: its ops' anchors in `index` (the same graph).
+formats::RegionRef regionRef(const LayoutRegion& r, const GraphIndex& index, std::int64_t id);
+
+/// True when `r`'s ops are exactly those `ref` names (anchors, op kinds and order).
+bool sameRegion(const LayoutRegion& r, const GraphIndex& index, const formats::RegionRef& ref);
+
+/// A region taken out as a graph of its own: inputs are the region's entries and the other
+/// non-constant values it reads from outside (in that order), its output its exit (a tuple of
+/// them when there are several); constants are copied. `region` is the same region in the new
+/// graph.
+struct ExtractedRegion {
+  std::shared_ptr<torch::jit::Graph> graph;
+  LayoutRegion region;
+  std::vector<torch::jit::Value*> inputs; // the values of the original graph each input stands for
+  std::vector<torch::jit::Value*> outputs;
+};
+ExtractedRegion extractRegion(const LayoutRegion& r);
+
+/// What rewriting a region did.
+struct RegionEdit {
+  bool applied = false;
+  std::int64_t entry_conversions = 0;
+  std::int64_t exit_conversions = 0;
+  std::int64_t weights_relaid = 0; // convolution weights stored in the target layout
+  std::int64_t packed = 0;         // convolutions now xalloc::conv2d_packed
+  std::int64_t fused = 0;          // activations fused into them
+  std::int64_t blocked_ops = 0;    // ops now computing on oneDNN's blocked tensors
+  std::string message;             // why nothing was done, when nothing was
+};
+
+/// Rewrites region `r` of `graph` in place to run in `c`'s layout: conversions at its entries
+/// (to the target) and exits (back to row-major contiguous), convolution weights re-laid once as
+/// constants (channels-last; packed for oneDNN with the activation after each fused; or blocked
+/// MKLDNN constants). `r.nodes` is updated to the region's ops after the edit. Contiguous: does
+/// nothing. Needs constant weights (a frozen model) to re-lay them; `packed` and blocked need
+/// the runtime (libxalloc_runtime.so, linked).
+RegionEdit applyRegionLayout(torch::jit::Graph& graph, LayoutRegion& r,
+                             const formats::RegionCandidate& c);
+
+/// True when a graph already runs this region in a non-contiguous layout (a second xrewrite):
+/// one of the ops `ref` names is now a packed or blocked convolution, or reads a channels-last
+/// weight.
+bool regionAlreadyLaidOut(const GraphIndex& index, const formats::RegionRef& ref);
+
+/// True when the region reads its entries in channels-last already (each comes out of an
+/// aten::contiguous to that memory format): a channels-last rewrite was applied before.
+bool regionReadsChannelsLast(const LayoutRegion& r);
+
+/// The rank of each input of `method`'s graph after self, from the values it will be run on
+/// (nullopt for non-tensors).
+std::vector<std::optional<int>> inputRanks(const std::vector<c10::IValue>& inputs);
+
+} // namespace xalloc::tspass

@@ -1,0 +1,425 @@
+// Finding layout regions (ranks propagated through the graph, ops of a layout family joined
+// through the tensors they pass each other), naming them by anchors, and taking one out as a
+// graph of its own.
+#include "xalloc/tspass/regions.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_set>
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/layout_families.h"
+
+namespace xalloc::tspass {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+bool isTensor(const Value* v) {
+  return v->type()->cast<c10::TensorType>() != nullptr;
+}
+
+std::optional<std::int64_t> constantInt(const Value* v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isInt())
+    return std::nullopt;
+  return iv->toInt();
+}
+
+// Static ranks of the top-level tensor values, from the inputs' ranks through the ops whose
+// output rank follows from their arguments. Unknown ranks are absent.
+class Ranks {
+public:
+  Ranks(torch::jit::Graph& g, const std::vector<std::optional<int>>& input_ranks) {
+    const auto inputs = g.inputs();
+    for (std::size_t i = 1; i < inputs.size(); ++i)
+      if (i - 1 < input_ranks.size() && input_ranks[i - 1])
+        ranks_[inputs[i]] = *input_ranks[i - 1];
+    for (Node* n : g.nodes())
+      visit(n);
+  }
+  std::optional<int> of(const Value* v) const {
+    auto it = ranks_.find(v);
+    if (it != ranks_.end())
+      return it->second;
+    if (v->node()->kind() == c10::prim::Constant) {
+      auto iv = torch::jit::toIValue(v);
+      if (iv && iv->isTensor())
+        return static_cast<int>(iv->toTensor().dim());
+    }
+    return std::nullopt;
+  }
+
+private:
+  void set(const Value* v, std::optional<int> r) {
+    if (r)
+      ranks_[v] = *r;
+  }
+  static std::optional<int> listLength(const Value* list) {
+    if (list->node()->kind() == c10::prim::ListConstruct)
+      return static_cast<int>(list->node()->inputs().size());
+    auto iv = torch::jit::toIValue(list);
+    if (iv && iv->isIntList())
+      return static_cast<int>(iv->toIntList().size());
+    return std::nullopt;
+  }
+  void visit(Node* n) {
+    if (n->outputs().empty())
+      return;
+    const std::string k = n->kind().toQualString();
+    const FamilyInfo f = layoutFamily(n);
+    if (f.family != LayoutFamily::None) {
+      std::optional<int> r;
+      for (std::size_t i : activationInputs(n, f.family)) {
+        auto ri = of(n->input(i));
+        if (!ri)
+          return;
+        r = std::max(r.value_or(0), *ri);
+      }
+      set(n->output(), r);
+      return;
+    }
+    if (k == "aten::view" || k == "aten::reshape" || k == "aten::permute") {
+      set(n->output(), listLength(n->input(1)));
+    } else if (k == "aten::flatten") {
+      auto r = of(n->input(0));
+      auto s = constantInt(n->input(1)), e = constantInt(n->input(2));
+      if (r && s && e) {
+        const std::int64_t rr = std::max(*r, 1);
+        const std::int64_t s0 = *s < 0 ? *s + rr : *s, e0 = *e < 0 ? *e + rr : *e;
+        set(n->output(), static_cast<int>(rr - (e0 - s0)));
+      }
+    } else if (k == "aten::contiguous" || k == "aten::clone" || k == "aten::transpose" ||
+               k == "aten::to" || k == "aten::detach" || k == "aten::channel_shuffle") {
+      if (isTensor(n->output()))
+        set(n->output(), of(n->input(0)));
+    } else if (k == "aten::cat" && n->input(0)->node()->kind() == c10::prim::ListConstruct) {
+      std::optional<int> r;
+      for (const Value* v : n->input(0)->node()->inputs()) {
+        auto ri = of(v);
+        if (!ri || (r && *r != *ri))
+          return;
+        r = ri;
+      }
+      set(n->output(), r);
+    } else if (k == "prim::ListUnpack") {
+      const Node* src = n->input(0)->node();
+      const std::string sk = src->kind().toQualString();
+      if (sk == "aten::chunk" || sk == "aten::split" || sk == "aten::unsafe_chunk" ||
+          sk == "aten::split_with_sizes")
+        if (auto r = of(src->input(0)))
+          for (const Value* o : n->outputs())
+            set(o, r);
+    }
+  }
+  std::unordered_map<const Value*, int> ranks_;
+};
+
+// The top-level node of the graph that `n` sits in (itself, or the block owner above it).
+Node* topLevel(Node* n, const torch::jit::Block* top) {
+  while (n && n->owningBlock() != top) {
+    Node* owner = n->owningBlock()->owningNode();
+    if (!owner)
+      return n; // the return node of the top block
+    n = owner;
+  }
+  return n;
+}
+
+// A linear whose weight is a constant 2-D float tensor, its bias a constant or none.
+bool isConstantWeight(const Node* n) {
+  auto w = n->inputs().size() == 3 ? torch::jit::toIValue(n->input(1)) : c10::nullopt;
+  if (!w || !w->isTensor() || w->toTensor().dim() != 2 || w->toTensor().scalar_type() != at::kFloat)
+    return false;
+  if (n->input(2)->type()->kind() == c10::TypeKind::NoneType)
+    return true;
+  auto b = torch::jit::toIValue(n->input(2));
+  return b && b->isTensor() && b->toTensor().scalar_type() == at::kFloat;
+}
+
+bool isConstantList(const Value* v) {
+  if (v->node()->kind() != c10::prim::ListConstruct)
+    return false;
+  for (const Value* e : v->node()->inputs())
+    if (e->node()->kind() != c10::prim::Constant)
+      return false;
+  return true;
+}
+
+struct UnionFind {
+  explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  std::size_t find(std::size_t x) {
+    while (parent[x] != x)
+      x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void join(std::size_t a, std::size_t b) { parent[find(a)] = find(b); }
+  std::vector<std::size_t> parent;
+};
+
+bool convex(const LayoutRegion& r) {
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  const torch::jit::Block* top = r.nodes.front()->owningGraph()->block();
+  // Walk forward from the region through nodes outside it; reaching it again is a cycle.
+  std::vector<Node*> work;
+  std::unordered_set<const Node*> seen;
+  auto pushUsers = [&](const Node* n) {
+    for (const Value* o : n->outputs())
+      for (const auto& u : o->uses()) {
+        Node* t = topLevel(u.user, top);
+        if (t && seen.insert(t).second)
+          work.push_back(t);
+      }
+  };
+  for (const Node* n : r.nodes)
+    pushUsers(n);
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (in.count(n)) {
+      // A region node reached from another: fine unless the path went outside. Nodes pushed
+      // straight from the region are its own users; only those reached through outside nodes
+      // matter, and those are never pushed from region nodes below.
+      continue;
+    }
+    if (n->kind() == c10::prim::Return)
+      continue;
+    for (const Value* o : n->outputs())
+      for (const auto& u : o->uses()) {
+        Node* t = topLevel(u.user, top);
+        if (!t)
+          continue;
+        if (in.count(t))
+          return false;
+        if (seen.insert(t).second)
+          work.push_back(t);
+      }
+  }
+  return true;
+}
+
+} // namespace
+
+std::vector<Value*> regionEntries(const LayoutRegion& r) {
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  std::vector<Value*> out;
+  std::unordered_set<const Value*> seen;
+  for (Node* n : r.nodes) {
+    const FamilyInfo f = layoutFamily(n);
+    for (std::size_t i : activationInputs(n, f.family)) {
+      Value* v = n->input(i);
+      if (in.count(v->node()) || v->node()->kind() == c10::prim::Constant || !seen.insert(v).second)
+        continue;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<Value*> regionExits(const LayoutRegion& r) {
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  std::vector<Value*> out;
+  for (Node* n : r.nodes)
+    for (Value* o : n->outputs())
+      for (const auto& u : o->uses())
+        if (!in.count(u.user) && !readsMetadataOnly(u.user)) {
+          out.push_back(o);
+          break;
+        }
+  return out;
+}
+
+std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
+                                            const std::vector<std::optional<int>>& input_ranks) {
+  const Ranks ranks(graph, input_ranks);
+  // Candidate ops: of a layout family, making a 4-D or 5-D tensor from inputs of known rank.
+  std::vector<Node*> cand;
+  std::unordered_map<const Node*, int> rank_of;
+  for (Node* n : graph.nodes()) {
+    const FamilyInfo f = layoutFamily(n);
+    if (f.family == LayoutFamily::None || f.family == LayoutFamily::Linear)
+      continue;
+    auto r = ranks.of(n->output());
+    if (!r || (*r != 4 && *r != 5))
+      continue;
+    if (f.family == LayoutFamily::Conv) {
+      const bool is3d = n->kind() == c10::Symbol::fromQualString("aten::conv3d");
+      if (*r != (is3d ? 5 : 4))
+        continue;
+    }
+    cand.push_back(n);
+    rank_of[n] = *r;
+  }
+  // Join ops through the tensors of the region's rank they pass each other; an op that writes
+  // its input in place belongs only where that input is made in the same region (written after
+  // a conversion, it would write the copy). Dropping one can split a region: repeat until none.
+  std::vector<std::vector<Node*>> groups;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_map<const Node*, std::size_t> idx;
+    for (std::size_t i = 0; i < cand.size(); ++i)
+      idx[cand[i]] = i;
+    UnionFind uf(cand.size());
+    for (std::size_t i = 0; i < cand.size(); ++i) {
+      Node* n = cand[i];
+      for (std::size_t a : activationInputs(n, layoutFamily(n).family)) {
+        auto it = idx.find(n->input(a)->node());
+        if (it != idx.end() && rank_of[it->first] == rank_of[n])
+          uf.join(i, it->second);
+      }
+    }
+    std::vector<Node*> keep;
+    for (std::size_t i = 0; i < cand.size(); ++i) {
+      Node* n = cand[i];
+      if (layoutFamily(n).in_place) {
+        auto it = idx.find(n->input(0)->node());
+        if (it == idx.end() || uf.find(it->second) != uf.find(i)) {
+          changed = true;
+          continue;
+        }
+      }
+      keep.push_back(n);
+    }
+    if (changed) {
+      cand = std::move(keep);
+      continue;
+    }
+    std::map<std::size_t, std::vector<Node*>> by_root;
+    for (std::size_t i = 0; i < cand.size(); ++i)
+      by_root[uf.find(i)].push_back(cand[i]);
+    for (auto& [root, nodes] : by_root)
+      groups.push_back(std::move(nodes));
+  }
+  std::vector<LayoutRegion> out;
+  for (auto& nodes : groups) {
+    std::sort(nodes.begin(), nodes.end(), [](Node* a, Node* b) { return a->isBefore(b); });
+    LayoutRegion r;
+    r.nodes = nodes;
+    r.rank = rank_of[nodes.front()];
+    for (Node* n : nodes)
+      r.convolutions += layoutFamily(n).family == LayoutFamily::Conv;
+    if (r.convolutions == 0)
+      continue; // a region pays for its conversions with its convolutions
+
+    r.convex = convex(r);
+    out.push_back(std::move(r));
+  }
+  // Each linear with a constant float weight (and bias), with the activation that is its only
+  // reader when a packed linear can fuse it.
+  for (Node* n : graph.nodes()) {
+    if (layoutFamily(n).family != LayoutFamily::Linear || !isConstantWeight(n))
+      continue;
+    LayoutRegion r;
+    r.rank = 0;
+    r.nodes = {n};
+    if (n->output()->uses().size() == 1) {
+      Node* u = n->output()->uses()[0].user;
+      const FamilyInfo f = layoutFamily(u);
+      if (u->owningBlock() == graph.block() && f.family == LayoutFamily::Unary &&
+          !f.fusible.empty() && u->input(0) == n->output())
+        r.nodes.push_back(u);
+    }
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const LayoutRegion& a, const LayoutRegion& b) {
+    return a.nodes.front()->isBefore(b.nodes.front());
+  });
+  return out;
+}
+
+formats::RegionRef regionRef(const LayoutRegion& r, const GraphIndex& index, std::int64_t id) {
+  formats::RegionRef ref;
+  ref.id = id;
+  ref.convolutions = r.convolutions;
+  for (const Node* n : r.nodes)
+    ref.nodes.push_back(index.anchor(index.opId(n)));
+  return ref;
+}
+
+bool sameRegion(const LayoutRegion& r, const GraphIndex& index, const formats::RegionRef& ref) {
+  if (r.nodes.size() != ref.nodes.size())
+    return false;
+  for (std::size_t i = 0; i < r.nodes.size(); ++i) {
+    const auto id = index.opId(r.nodes[i]);
+    if (id < 0 || !index.anchor(id).sameSite(ref.nodes[i]))
+      return false;
+  }
+  return true;
+}
+
+ExtractedRegion extractRegion(const LayoutRegion& r) {
+  ExtractedRegion x;
+  x.graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::Graph& g = *x.graph;
+  std::unordered_map<Value*, Value*> map;
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  // Inputs: the entries first, then whatever else the region reads from outside that is not a
+  // constant (a size computed at run time, a tensor of another rank).
+  for (Value* v : regionEntries(r)) {
+    map[v] = g.addInput()->copyMetadata(v);
+    x.inputs.push_back(v);
+  }
+  for (Node* n : r.nodes)
+    for (Value* v : n->inputs()) {
+      if (map.count(v) || in.count(v->node()))
+        continue;
+      if (v->node()->kind() == c10::prim::Constant) {
+        Node* c = g.createClone(v->node(), [](Value*) -> Value* { return nullptr; });
+        g.appendNode(c);
+        map[v] = c->output();
+        continue;
+      }
+      if (isConstantList(v)) { // [1, 1] as a saved graph spells it: a list of constants
+        for (Value* e : v->node()->inputs())
+          if (!map.count(e)) {
+            Node* c = g.createClone(e->node(), [](Value*) -> Value* { return nullptr; });
+            g.appendNode(c);
+            map[e] = c->output();
+          }
+        Node* c = g.createClone(v->node(), [&](Value* e) { return map.at(e); });
+        g.appendNode(c);
+        map[v] = c->output();
+        continue;
+      }
+      map[v] = g.addInput()->copyMetadata(v);
+      x.inputs.push_back(v);
+    }
+  for (Node* n : r.nodes) {
+    Node* c = g.createClone(n, [&](Value* v) { return map.at(v); });
+    g.appendNode(c);
+    for (std::size_t i = 0; i < n->outputs().size(); ++i)
+      map[n->output(i)] = c->output(i);
+    x.region.nodes.push_back(c);
+  }
+  x.region.rank = r.rank;
+  x.region.convolutions = r.convolutions;
+  // One output (a function returns one value): the exit, or a tuple of them.
+  std::vector<Value*> outs;
+  for (Value* v : regionExits(r)) {
+    outs.push_back(map.at(v));
+    x.outputs.push_back(v);
+  }
+  if (outs.size() == 1)
+    g.registerOutput(outs[0]);
+  else
+    g.registerOutput(g.insertNode(g.createTuple(outs))->output());
+  return x;
+}
+
+std::vector<std::optional<int>> inputRanks(const std::vector<c10::IValue>& inputs) {
+  std::vector<std::optional<int>> out;
+  for (const auto& v : inputs)
+    out.push_back(v.isTensor() ? std::optional<int>(static_cast<int>(v.toTensor().dim()))
+                               : std::nullopt);
+  return out;
+}
+
+} // namespace xalloc::tspass
