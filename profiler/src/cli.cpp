@@ -45,6 +45,12 @@ void defineXprofOptions(CLI::App& app, XprofOptions& o) {
   app.add_flag_callback(
       "--no-consumers", [&p] { p.measure_consumers = false; },
       "skip re-running consumers (faster, no savings)");
+  app.add_flag("--freeze", p.freeze,
+               "profile the model frozen, as xrewrite --freeze writes it (weights become "
+               "constants whose layout changes once, at rewrite time)");
+  app.add_flag_callback(
+      "--no-regions", [&p] { p.measure_regions = false; },
+      "skip timing layout regions (channels-last, packed, blocked) of the frozen model");
   app.add_flag("-q,--quiet", o.quiet, "no summary line on stderr");
 }
 

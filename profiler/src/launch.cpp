@@ -100,7 +100,9 @@ Invocation inspect(int argc, char** argv, const std::string& core) {
                                    {"sweep_count", p.sweep_count},
                                    {"sweep_max", o.sweep_max},
                                    {"db", p.db_path},
-                                   {"consumers", p.measure_consumers}};
+                                   {"consumers", p.measure_consumers},
+                                   {"regions", p.measure_regions},
+                                   {"freeze", p.freeze}};
   std::error_code ec;
   const nlohmann::json k = {{"settings", settings},
                             {"files", files},

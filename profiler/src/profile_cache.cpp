@@ -34,6 +34,8 @@ std::string Profiler::profileKey() const {
       {"repeats", o_.repeats},
       {"seed", o_.seed},
       {"consumers", o_.measure_consumers},
+      {"regions", o_.measure_regions},
+      {"freeze", o_.freeze},
       {"sweep", o_.sweep ? nlohmann::json{o_.sweep_count, o_.sweep_max_bytes} : nlohmann::json()},
       {"min_window_ms", o_.min_window_ms},
       {"analysis", kProfileAnalysis}};

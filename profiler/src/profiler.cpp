@@ -23,6 +23,9 @@ formats::Profile Profiler::run() {
   p_.model.sha256 = model.sha256;
   p_.model.format = formats::ModelFormat::TorchScript;
   p_.model.method = o_.method;
+  // --freeze: profiled as xrewrite --freeze will write it (a model in training mode is an error).
+  if (o_.freeze)
+    tspass::freezeModel(model, o_.method);
   p_.model.frozen = tspass::isFrozen(model.module);
   // Numbered as xrewrite numbers it, on the form every saved copy of the model has.
   tspass::canonicalize(model, o_.method);
@@ -59,6 +62,8 @@ formats::Profile Profiler::run() {
   measureConversions(capture);
   if (o_.measure_consumers)
     measureConsumers(capture);
+  if (o_.measure_regions)
+    measureRegions();
   if (o_.sweep)
     measureSweep();
   p_.gpu_idle_events =

@@ -63,7 +63,8 @@ inline constexpr int kMeasureMethod = 4;
 // assigns them (tspass::MutationInfo); a loop's values are those of its heaviest trip.
 // 7: conversion costs say what a fresh output costs (allocation_ms); loop values say what their
 // trips add up to (runs_by_bytes).
-inline constexpr int kProfileAnalysis = 7;
+// 8: layout regions of the frozen model, each candidate layout timed.
+inline constexpr int kProfileAnalysis = 8;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 
@@ -120,6 +121,10 @@ private:
   void measureSweep();
 
   void measureConsumers(const GraphRunner::Trace& t);
+
+  // Layout regions of the model frozen (a copy, frozen as xrewrite --freeze freezes it), each
+  // run in isolation on the real inputs in every candidate layout (regions.cpp).
+  void measureRegions();
 
   const ProfileOptions& o_;
   Progress progress_;

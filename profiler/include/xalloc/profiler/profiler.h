@@ -20,6 +20,11 @@ struct ProfileOptions {
   int threads = 0;  // intra-op threads; 0 keeps libtorch's default
   std::int64_t seed = 0;
   bool measure_consumers = true;
+  // Layout regions of the model frozen, each timed in every candidate layout (regions.h).
+  bool measure_regions = true;
+  // Profile the model frozen first, as xrewrite --freeze writes it: weights are constants (a
+  // weight's conversion is free), batch norms folded.
+  bool freeze = false;
   // The synthetic conversion sweep.
   bool sweep = false;
   int sweep_count = 320;

@@ -1,0 +1,220 @@
+// Layout regions measured: the model frozen (a copy, as xrewrite --freeze freezes it), its
+// regions found, and each run in isolation on the values the real inputs give it, as it is and
+// in every candidate layout (the same rewrite xrewrite writes, boundary conversions included),
+// interleaved round by round so drift hits every candidate alike.
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include "profiler_impl.h"
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/value_compare.h"
+
+namespace xalloc::profiler::detail {
+
+namespace {
+
+// The candidates tried for a region of rank `rank`, the region as it is first.
+std::vector<formats::RegionCandidate> candidatesFor(int rank) {
+  using formats::LayoutTarget;
+  std::vector<formats::RegionCandidate> out(1);
+  formats::RegionCandidate c;
+  if (rank == 0) { // a linear: its weight packed, or not
+    if (runtime::hasPackedConv()) {
+      c.packed = true;
+      out.push_back(c);
+    }
+    return out;
+  }
+  if (rank == 5) {
+    c.target = LayoutTarget::ChannelsLast3d;
+    out.push_back(c);
+    return out;
+  }
+  c.target = LayoutTarget::ChannelsLast;
+  out.push_back(c);
+  if (runtime::hasPackedConv()) {
+    c.packed = true;
+    out.push_back(c);
+    c.packed = false;
+  }
+  c.target = LayoutTarget::Blocked;
+  out.push_back(c);
+  return out;
+}
+
+// One way of running a region, ready to time.
+struct Runnable {
+  std::unique_ptr<torch::jit::GraphFunction> fn;
+  std::vector<c10::IValue> outputs; // of its first run
+  std::vector<double> samples, deltas;
+};
+
+std::vector<c10::IValue> runOnce(torch::jit::GraphFunction& fn,
+                                 const std::vector<c10::IValue>& inputs) {
+  torch::jit::Stack s(inputs.begin(), inputs.end());
+  fn.run(s);
+  if (s.size() == 1 && s[0].isTuple()) {
+    const auto& elems = s[0].toTupleRef().elements();
+    return std::vector<c10::IValue>(elems.begin(), elems.end());
+  }
+  return std::vector<c10::IValue>(s.begin(), s.end());
+}
+
+bool sameLayouts(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].isTensor() || !b[i].isTensor())
+      continue;
+    const at::Tensor &x = a[i].toTensor(), &y = b[i].toTensor();
+    if (x.sizes() != y.sizes() || x.is_mkldnn() || y.is_mkldnn() ||
+        (x.is_contiguous() != y.is_contiguous()))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+void Profiler::measureRegions() {
+  tspass::LoadedModel model = tspass::loadModel(o_.model);
+  if (!tspass::isFrozen(model.module) && model.module.is_training()) {
+    p_.regions_note = "the model is in training mode: layout regions are measured on the model "
+                      "frozen, which torch.jit.freeze allows in eval mode only";
+    return;
+  }
+  tspass::freezeModel(model, o_.method);
+  tspass::canonicalize(model, o_.method);
+  auto graph = tspass::inlineMethod(model.module, o_.method);
+  tspass::useOriginalSourceRanges(*graph);
+  const std::vector<c10::IValue> tensors(inputs_.begin() + 1, inputs_.end());
+  auto regions = tspass::findLayoutRegions(*graph, tspass::inputRanks(tensors));
+  if (regions.empty()) {
+    p_.regions_note = "no layout region: no convolution reads a 4-D or 5-D tensor";
+    return;
+  }
+  tspass::GraphIndex index(*graph);
+  GraphRunner runner(index);
+  GraphRunner::Trace trace;
+  std::vector<c10::IValue> in = inputs_;
+  in[0] = model.module._ivalue();
+  runner.run(in, {/*keep_values=*/true, false, false}, &trace);
+
+  progress_.phase("timing layout regions", regions.size());
+  std::int64_t id = 0;
+  for (tspass::LayoutRegion& r : regions) {
+    formats::Region out;
+    out.ref = tspass::regionRef(r, index, id++);
+    for (const torch::jit::Value* v : tspass::regionEntries(r))
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor())
+        out.entries.push_back(layoutOf(runner.valueOf(trace, v).toTensor()));
+    bool exits_known = true;
+    for (const torch::jit::Value* v : tspass::regionExits(r)) {
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor())
+        out.exits.push_back(layoutOf(runner.valueOf(trace, v).toTensor()));
+      else
+        exits_known = false;
+    }
+    out.candidates = candidatesFor(r.rank);
+    progress_.tick(static_cast<std::size_t>(id));
+    if (!r.convex) {
+      out.note = "a path leaves the region and comes back into it: it cannot run on its own";
+      p_.regions.push_back(std::move(out));
+      continue;
+    }
+    if (!exits_known) {
+      out.note = "a value it hands on was not computed on these inputs";
+      p_.regions.push_back(std::move(out));
+      continue;
+    }
+
+    // Each candidate as a graph of its own, on the values the model's run gave the region.
+    std::vector<Runnable> runs(out.candidates.size());
+    std::vector<c10::IValue> inputs;
+    for (std::size_t i = 0; i < out.candidates.size(); ++i) {
+      formats::RegionCandidate& c = out.candidates[i];
+      tspass::ExtractedRegion x = tspass::extractRegion(r);
+      if (i == 0) {
+        for (torch::jit::Value* v : x.inputs)
+          inputs.push_back(runner.valueOf(trace, v));
+      }
+      const tspass::RegionEdit e = tspass::applyRegionLayout(*x.graph, x.region, c);
+      if (i > 0 && !e.applied) {
+        c.note = e.message;
+        continue;
+      }
+      runs[i].fn = std::make_unique<torch::jit::GraphFunction>("region", x.graph, nullptr);
+      try {
+        runs[i].outputs = runOnce(*runs[i].fn, inputs);
+      } catch (const std::exception& ex) {
+        const std::string what = ex.what();
+        c.note = "fails when run on its own: " + what.substr(0, what.find('\n'));
+        runs[i].fn.reset();
+        if (i == 0)
+          break; // nothing to compare with: the region is not measured
+        continue;
+      }
+      if (i == 0)
+        continue;
+      if (!sameLayouts(runs[0].outputs, runs[i].outputs)) {
+        c.note = "hands its values on in another layout";
+        runs[i].fn.reset();
+        continue;
+      }
+      c.identical_output = tspass::bitwiseEqual(runs[0].outputs, runs[i].outputs);
+      if (!c.identical_output) {
+        const double err = tspass::maxRelativeError(runs[0].outputs, runs[i].outputs);
+        if (std::isfinite(err))
+          c.output_error = err;
+      }
+    }
+    if (!runs[0].fn) {
+      out.note = out.candidates[0].note;
+      p_.regions.push_back(std::move(out));
+      continue;
+    }
+    // Rounds of one run each, the order rotated and reversed every round.
+    std::vector<std::size_t> live;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].fn)
+        live.push_back(i);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int w = 0; w < std::max(o_.warmup, 2); ++w)
+      for (std::size_t i : live)
+        (void)runOnce(*runs[i].fn, inputs);
+    const double round_ms = msSince(t0) / std::max(o_.warmup, 2);
+    const Counts counts = budgetedCounts(round_ms, 0, o_.repeats, kPairBudgetMs * 4, 5);
+    for (int round = 0; round < counts.repeats; ++round) {
+      std::vector<std::size_t> order = live;
+      std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),
+                  order.end());
+      if (round % 2)
+        std::reverse(order.begin(), order.end());
+      std::vector<double> t(runs.size(), 0);
+      for (std::size_t i : order) {
+        const auto s = std::chrono::steady_clock::now();
+        (void)runOnce(*runs[i].fn, inputs);
+        t[i] = msSince(s);
+      }
+      for (std::size_t i : live) {
+        runs[i].samples.push_back(t[i]);
+        runs[i].deltas.push_back(t[i] - t[0]);
+      }
+    }
+    for (std::size_t i : live) {
+      formats::RegionCandidate& c = out.candidates[i];
+      const TimingStats s = summarize(runs[i].samples);
+      c.measured = true;
+      c.time_ms = s.median_ms;
+      c.spread_ms = s.iqr_ms;
+      if (i > 0) {
+        const TimingStats d = summarize(runs[i].deltas);
+        c.delta_ms = d.median_ms;
+        c.delta_spread_ms = d.iqr_ms;
+      }
+    }
+    p_.regions.push_back(std::move(out));
+  }
+}
+
+} // namespace xalloc::profiler::detail
