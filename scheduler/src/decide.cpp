@@ -15,6 +15,7 @@
 #include "build_problem.h"
 #include "candidates.h"
 #include "memory_internal.h"
+#include "regions.h"
 #include "rules/rule.h"
 
 namespace xalloc::scheduler {
@@ -373,6 +374,16 @@ std::vector<SiteVerdict> siteVerdicts(const Profile& p, const formats::Cost& cos
   return out;
 }
 
+namespace {
+// The smallest gain worth an edit (Decider::gainFloor's rule, for the region decisions).
+double gainFloor(const Profile& p, const SchedOptions& o) {
+  double model_ms = 0;
+  for (const auto& op : p.ops)
+    model_ms += std::max(0.0, op.duration_ms);
+  return std::max(o.min_gain_ms, o.min_model_gain * model_ms);
+}
+} // namespace
+
 formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, const SchedOptions& o) {
   formats::Schedule s;
   s.model = p.model;
@@ -436,7 +447,26 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
     }
     s.decisions.push_back(std::move(d));
   }
-  m.predicted_time_after_ms = m.predicted_time_before_ms - sol.gain;
+  // Layout regions (the model frozen): each runs in its fastest measured layout. A value
+  // decision about an op of a region that changes layout is the region's to make.
+  double region_gain = 0, dropped_gain = 0;
+  const auto regions = decideRegions(p, o, gainFloor(p, o));
+  for (auto& d : s.decisions) {
+    std::int64_t region = 0;
+    if (d.action != Action::None && insideChosenRegion(d, p, regions, &region)) {
+      dropped_gain += d.predicted_saving_ms - d.predicted_cost_ms;
+      d.action = Action::None;
+      d.window_id.reset();
+      d.reason = "inside layout region " + std::to_string(region) +
+                 ", which runs in another layout as a whole";
+    }
+  }
+  for (const auto& r : regions) {
+    region_gain += r.gain;
+    s.decisions.push_back(r.decision);
+  }
+  m.predicted_time_after_ms =
+      m.predicted_time_before_ms - sol.gain + std::max(0.0, dropped_gain) - region_gain;
   m.predicted_time_bound_ms = m.predicted_time_before_ms - sol.bound;
   m.peak_bytes_after = predictedPeakBytes(p, s.decisions);
   XALLOC_EXPECTS(!o.memory_budget_bytes || m.peak_bytes_after <= *o.memory_budget_bytes,

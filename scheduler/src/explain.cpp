@@ -89,6 +89,14 @@ std::string explainSchedule(const formats::Schedule& s) {
       if (s.model.format == formats::ModelFormat::TorchScript && !op->scope.empty())
         expr = op->scope + ": " + expr;
     }
+    // A region decision names the region: its ops are listed in the schedule.
+    if (d.region) {
+      expr = d.region->convolutions == 0
+                 ? "linear " + std::to_string(d.region->id) + ": " + d.anchor.expr
+                 : "region " + std::to_string(d.region->id) + " (" +
+                       std::to_string(d.region->nodes.size()) + " ops)";
+      output.clear();
+    }
     if (auto slash = where.rfind('/'); slash != std::string::npos)
       where = where.substr(slash + 1);
     sites.push_back(where + ":" + std::to_string(line));

@@ -1,0 +1,168 @@
+// Region decisions: each layout region runs in the candidate layout that xprof measured fastest,
+// boundary conversions included, among those within the tolerance, the form and the noise. A
+// region's candidates are timed with their own entry and exit conversions and regions share no
+// op, so the plan's time is the sum of the regions' and choosing each region's best is the best
+// combination: exact, no search needed.
+#include "regions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "candidates.h"
+
+namespace xalloc::scheduler {
+
+using formats::Action;
+using formats::Decision;
+using formats::RegionCandidate;
+
+namespace {
+
+bool within(const RegionCandidate& c, double tolerance) {
+  if (c.identical_output)
+    return true;
+  return tolerance > 0 && c.output_error && *c.output_error <= tolerance;
+}
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * x);
+  return buf;
+}
+
+// The profile's op for a region's first op (the unfrozen graph numbers it), if it has one.
+const formats::Op* profileOpFor(const formats::Profile& p, const formats::Anchor& a) {
+  for (const auto& op : p.ops)
+    if (op.anchor.sameSite(a))
+      return &op;
+  return nullptr;
+}
+
+} // namespace
+
+std::string fmtSci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", x);
+  return buf;
+}
+
+std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedOptions& o,
+                                         double floor_ms) {
+  std::vector<RegionVerdict> out;
+  for (const auto& g : p.regions) {
+    RegionVerdict v;
+    Decision& d = v.decision;
+    d.action = Action::None;
+    d.region = g.ref;
+    d.anchor = g.ref.nodes.front();
+    if (const formats::Op* op = profileOpFor(p, d.anchor)) {
+      d.producer = op->id;
+      if (!op->outputs.empty())
+        d.value_id = op->outputs.front();
+    }
+    if (!g.entries.empty())
+      d.layout = g.entries.front();
+    const RegionCandidate& as_is = g.candidates.front();
+    const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
+    const std::string what =
+        linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
+               : std::to_string(g.ref.nodes.size()) + " ops, " +
+                     std::to_string(g.ref.convolutions) + " convolution(s)";
+    if (!p.model.frozen.value_or(false)) {
+      // The regions were measured on the model frozen; this plan is for the model as profiled,
+      // whose weights are attributes that a rewrite cannot re-lay once.
+      d.reason = "region " + std::to_string(g.ref.id) + " (" + what +
+                 ") left as it is: the model was profiled unfrozen (profile it with xprof "
+                 "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights once)";
+      out.push_back(std::move(v));
+      continue;
+    }
+    if (!g.note.empty() || !as_is.measured) {
+      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") not measured" +
+                 (g.note.empty() ? "" : ": " + g.note);
+      out.push_back(std::move(v));
+      continue;
+    }
+    // The best candidate that may be chosen, and the best that may not with why.
+    const RegionCandidate* best = nullptr;
+    double best_gain = 0, best_margin = 0;
+    std::string blocked_why;
+    double blocked_gain = 0;
+    for (std::size_t i = 1; i < g.candidates.size(); ++i) {
+      const RegionCandidate& c = g.candidates[i];
+      if (!c.measured)
+        continue;
+      const double gain = c.delta_ms ? -*c.delta_ms : as_is.time_ms - c.time_ms;
+      const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
+                                            std::max<std::int64_t>(p.settings.repeats, 5));
+      const double margin = std::max({floor_ms, o.z * se, o.min_relative_gain * as_is.time_ms});
+      std::string why;
+      if (!within(c, o.tolerance))
+        why = o.tolerance > 0 && c.output_error
+                  ? "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, " +
+                        "beyond the tolerance " + fmtSci(o.tolerance)
+                  : "changes the outputs' bits (--exact)";
+      else if (c.needsRuntime() && o.form != formats::RewriteForm::Fast)
+        why = "needs the runtime's ops (xsched --form fast)";
+      else if (!(gain > margin))
+        why = "saves " + fmtMs(gain) + ", within the noise margin " + fmtMs(margin);
+      if (why.empty()) {
+        if (!best || gain > best_gain) {
+          best = &c;
+          best_gain = gain;
+          best_margin = margin;
+        }
+      } else if (gain > blocked_gain) {
+        blocked_gain = gain;
+        blocked_why = c.name() + " " + why;
+      }
+    }
+    d.predicted_saving_ms = best ? best_gain : 0;
+    if (best) {
+      d.action = Action::Sync;
+      d.target = best->target;
+      d.packed = best->packed;
+      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as " + best->name() +
+                 ": " + fmtMs(as_is.time_ms) + " -> " + fmtMs(as_is.time_ms - best_gain) +
+                 " measured with its " + std::to_string(g.entries.size()) + " entry and " +
+                 std::to_string(g.exits.size()) + " exit conversion(s) (" +
+                 pct(best_gain / as_is.time_ms) + " faster, margin " + fmtMs(best_margin) + ")";
+      if (!best->identical_output && best->output_error)
+        d.reason += "; outputs within " + fmtSci(*best->output_error) + " of their scale";
+      v.gain = best_gain;
+    } else {
+      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") left as it is" +
+                 (blocked_why.empty() ? ": no layout measured faster" : ": " + blocked_why);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+bool insideChosenRegion(const formats::Decision& value_decision, const formats::Profile& p,
+                        const std::vector<RegionVerdict>& regions, std::int64_t* region_id) {
+  const formats::Op* producer = p.findOp(value_decision.producer);
+  std::vector<const formats::Anchor*> anchors;
+  if (producer)
+    anchors.push_back(&producer->anchor);
+  for (auto id : value_decision.consumers)
+    if (const formats::Op* op = p.findOp(id))
+      anchors.push_back(&op->anchor);
+  for (const auto& r : regions) {
+    if (r.decision.action != Action::Sync || !r.decision.region)
+      continue;
+    // The op kind aside: a linear the profile saw exposed (its k-th t, matmul and add) is the
+    // k-th aten::linear of the same source here.
+    for (const auto* a : anchors)
+      for (const auto& n : r.decision.region->nodes)
+        if (a->file == n.file && a->function == n.function && a->expr == n.expr &&
+            a->ordinal == n.ordinal) {
+          *region_id = r.decision.region->id;
+          return true;
+        }
+  }
+  return false;
+}
+
+} // namespace xalloc::scheduler

@@ -1,0 +1,145 @@
+// xsched's region decisions: a region runs in its fastest measured layout among those within
+// the tolerance, the form and the noise, as a whole; value decisions inside it give way.
+#include <gtest/gtest.h>
+
+#include "xalloc/scheduler/decide.h"
+
+#include "scheduler_fixture.h"
+
+using namespace xalloc;
+using namespace xalloc::formats;
+using xalloc::scheduler::makeSchedule;
+using xalloc::scheduler::SchedOptions;
+
+namespace {
+
+RegionCandidate measured(LayoutTarget t, bool packed, double ms, double as_is_ms,
+                         std::optional<double> error = std::nullopt) {
+  RegionCandidate c;
+  c.target = t;
+  c.packed = packed;
+  c.measured = true;
+  c.time_ms = ms;
+  c.spread_ms = 0.01;
+  if (t != LayoutTarget::Contiguous || packed) {
+    c.delta_ms = ms - as_is_ms;
+    c.delta_spread_ms = 0.01;
+  }
+  c.identical_output = !error;
+  c.output_error = error;
+  return c;
+}
+
+// The fixture's profile with one region over ops 1 and 2 (the two consumers of the transpose),
+// as it is in 10 ms, channels-last 8 ms (bit-identical), packed 5 ms (outputs move 3e-7),
+// blocked 12 ms.
+xalloc::testing::Fixture withRegion() {
+  xalloc::testing::Fixture f;
+  f.p.model.frozen = true; // regions are planned for a model profiled frozen
+  Region g;
+  g.ref.id = 0;
+  g.ref.convolutions = 2;
+  g.ref.nodes = {f.p.ops[1].anchor, f.p.ops[2].anchor};
+  g.entries = {f.p.records[0].layout};
+  g.exits = {f.p.records[0].layout};
+  g.candidates = {measured(LayoutTarget::Contiguous, false, 10, 10),
+                  measured(LayoutTarget::ChannelsLast, false, 8, 10),
+                  measured(LayoutTarget::ChannelsLast, true, 5, 10, 3e-7),
+                  measured(LayoutTarget::Blocked, false, 12, 10)};
+  f.p.regions.push_back(g);
+  return f;
+}
+
+const Decision& regionDecision(const Schedule& s) {
+  for (const auto& d : s.decisions)
+    if (d.region)
+      return d;
+  throw std::runtime_error("no region decision");
+}
+
+} // namespace
+
+TEST(SchedulerRegions, FastestWithinTheToleranceAndTheFormWins) {
+  xalloc::testing::Fixture f = withRegion();
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  Schedule s = makeSchedule(f.p, f.cost, o);
+  const Decision& d = regionDecision(s);
+  EXPECT_EQ(d.action, Action::Sync);
+  EXPECT_EQ(d.target, LayoutTarget::ChannelsLast);
+  EXPECT_TRUE(d.packed);
+  EXPECT_DOUBLE_EQ(d.predicted_saving_ms, 5.0);
+  ASSERT_TRUE(d.region);
+  EXPECT_EQ(d.region->nodes.size(), 2u);
+  EXPECT_NE(d.reason.find("channels_last+packed"), std::string::npos) << d.reason;
+  // The region's gain is in the plan's prediction.
+  EXPECT_LE(s.summary.predicted_time_after_ms, s.summary.predicted_time_before_ms - 5.0 + 1e-9);
+
+  // The value decision about the same ops gives way to the region.
+  for (const auto& v : s.decisions)
+    if (!v.region && v.value_id == 10) {
+      EXPECT_EQ(v.action, Action::None);
+      EXPECT_NE(v.reason.find("inside layout region 0"), std::string::npos) << v.reason;
+    }
+}
+
+TEST(SchedulerRegions, PortableFormExactAndNoiseEachRuleOut) {
+  xalloc::testing::Fixture f = withRegion();
+  // Portable: the packed candidate needs the runtime; channels-last (aten ops only) wins.
+  Schedule s = makeSchedule(f.p, f.cost, {});
+  EXPECT_EQ(regionDecision(s).target, LayoutTarget::ChannelsLast);
+  EXPECT_FALSE(regionDecision(s).packed);
+
+  // --exact: only bit-identical candidates.
+  SchedOptions exact;
+  exact.form = RewriteForm::Fast;
+  exact.tolerance = 0;
+  s = makeSchedule(f.p, f.cost, exact);
+  EXPECT_EQ(regionDecision(s).target, LayoutTarget::ChannelsLast);
+  EXPECT_FALSE(regionDecision(s).packed);
+
+  // A tolerance tighter than the packed candidate's error rules it out too.
+  SchedOptions tight;
+  tight.form = RewriteForm::Fast;
+  tight.tolerance = 1e-7;
+  s = makeSchedule(f.p, f.cost, tight);
+  EXPECT_FALSE(regionDecision(s).packed);
+
+  // Gains inside the noise: left as it is, saying what was closest.
+  f.p.regions[0].candidates.resize(2);
+  f.p.regions[0].candidates[1] = measured(LayoutTarget::ChannelsLast, false, 9.8, 10);
+  f.p.regions[0].candidates[1].delta_spread_ms = 2.0;
+  s = makeSchedule(f.p, f.cost, {});
+  EXPECT_EQ(regionDecision(s).action, Action::None);
+  EXPECT_EQ(regionDecision(s).target, LayoutTarget::Contiguous);
+  EXPECT_NE(regionDecision(s).reason.find("noise"), std::string::npos) << regionDecision(s).reason;
+}
+
+TEST(SchedulerRegions, UnfrozenProfileLeavesRegionsAlone) {
+  xalloc::testing::Fixture f = withRegion();
+  f.p.model.frozen = false;
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  const Schedule s = makeSchedule(f.p, f.cost, o);
+  const Decision& d = regionDecision(s);
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("xprof --freeze"), std::string::npos) << d.reason;
+  // The value decisions stand: no region takes their ops.
+  for (const auto& v : s.decisions) {
+    if (!v.region) {
+      EXPECT_EQ(v.reason.find("inside layout region"), std::string::npos) << v.reason;
+    }
+  }
+}
+
+TEST(SchedulerRegions, UnmeasuredRegionIsLeftWithItsNote) {
+  xalloc::testing::Fixture f = withRegion();
+  f.p.regions[0].note = "a path leaves the region and comes back into it";
+  for (auto& c : f.p.regions[0].candidates)
+    c.measured = false;
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  const Decision d = regionDecision(makeSchedule(f.p, f.cost, o));
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("comes back"), std::string::npos) << d.reason;
+}
