@@ -26,6 +26,7 @@
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
 
@@ -234,6 +235,34 @@ VerifyInputs verifyInputs(const XrewriteOptions& o, const formats::Schedule& sch
   return v;
 }
 
+// The ranks of the method's inputs after self, which layout regions are found with: those of
+// the inputs given (--input-file, --input-shape), else of the profile's, else of the model's
+// example inputs; unknown when none are known (then no region is found).
+std::vector<std::optional<int>> inputRanks(const XrewriteOptions& o,
+                                           const formats::Schedule& schedule,
+                                           const tspass::LoadedModel& model) {
+  auto fromSpecs = [](const std::vector<formats::InputSpec>& specs) {
+    std::vector<std::optional<int>> r;
+    for (const auto& s : specs)
+      r.push_back(static_cast<int>(s.shape.size()));
+    return r;
+  };
+  std::string file = o.input_file;
+  auto specs =
+      xalloc::tspass::specsFromFlags(o.input_shapes, o.input_dtypes, o.input_ranges, "xrewrite");
+  if (file.empty() && specs.empty()) {
+    if (!schedule.input_file.empty() && isRegularFile(schedule.input_file))
+      file = schedule.input_file;
+    else
+      specs = schedule.inputs;
+  }
+  if (!file.empty())
+    return tspass::inputRanks(xalloc::tspass::parseInputFile(readFile(file), file));
+  if (specs.empty())
+    specs = xalloc::tspass::specFromExtraFiles(model.extra_files, o.model);
+  return fromSpecs(specs);
+}
+
 } // namespace
 
 int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedule,
@@ -287,6 +316,12 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   std::vector<tspass::Renumbered> renumbered;
   tspass::restoreLinears(exposed, &renumbered);
+  // Whole regions next, on the graph as the profile's regions were found in it (frozen, linears
+  // as they are): each re-laid into the layout the schedule chose.
+  const tspass::ApplyReport regions = tspass::applyRegionDecisions(
+      *graph, schedule, inputRanks(o, schedule, model), tspass::isFrozen(model.module),
+      o.form == formats::RewriteForm::Fast);
+  report.results.insert(report.results.end(), regions.results.begin(), regions.results.end());
   const std::string after = tspass::withOriginalNumbers(tspass::graphText(*graph), renumbered);
   reportResults(report, schedule, o.quiet);
 

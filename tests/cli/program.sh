@@ -117,7 +117,14 @@ mkdir -p gpt/samples && cp -r "$XALLOC_SOURCE/samples/minigpt_cpp" gpt/samples/
   fail "the patched minigpt does not compile"
 "$XALLOC_BIN/minigpt_cpp" --steps 12 --eval-iters 0 >loss-before.txt
 ./gpt-patched --steps 12 --eval-iters 0 >loss-after.txt
-cmp -s loss-before.txt loss-after.txt || fail "the loss changed: $(paste loss-before.txt loss-after.txt)"
+# The same losses: a made-contiguous weight moves OpenBLAS's products in their last bits (xsched's
+# tolerance, 1e-4 of their scale), so over 12 training steps the loss may move as far, no more.
+python3 - loss-before.txt loss-after.txt <<'PY' || fail "the loss changed: $(paste loss-before.txt loss-after.txt)"
+import re, sys
+a, b = ([float(x) for x in re.findall(r"loss ([-0-9.e]+)", open(p).read())] for p in sys.argv[1:3])
+assert len(a) == len(b) > 0, (a, b)
+assert all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip(a, b)), list(zip(a, b))
+PY
 (cd gpt && xrewrite -s ../gpt-schedule.json --cpp samples/minigpt_cpp/main.cpp --check -q -- "${TORCH_FLAGS[@]}") ||
   fail "minigpt: a second run still has changes"
 
