@@ -1,5 +1,6 @@
-# x-allocator. `make rewrite` installs what is missing, builds, profiles the bundled MinimalGPT
-# sample and rewrites it; `make test` builds and runs the tests. `make help` lists every target.
+# x-allocator. `make rewrite` installs what is missing, builds, profiles the bundled samples
+# (MinimalGPT and SmallCNN) frozen, plans for the fast form, rewrites them and times each against
+# the original and the peer; `make test` builds and runs the tests. `make help` lists every target.
 #
 #   MODEL=path/to/model.pt make profile rewrite     # the same on any TorchScript file
 #   INPUTS="--input-shape 1x3x224x224"               # when the model stores no example inputs
@@ -8,13 +9,23 @@ BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 OUT        ?= data/tmp
-MODEL      ?= $(BUILD_DIR)/samples/minigpt.pt
+MODEL      ?=
 INPUTS     ?=
-# What `make rewrite` passes to xrewrite: frozen first (as torch.jit.freeze does), checked within
-# the default tolerance. REWRITE_FLAGS= keeps the model unfrozen; --exact keeps its bits.
+# One thread for libtorch and OpenBLAS together: what the profile measures at and the timing runs
+# at (a schedule holds for the thread count it was measured at).
+THREADS    ?= 1
+# The model profiled and rewritten frozen (as torch.jit.freeze does: weights are constants whose
+# layout changes once), planned for the fast form (the runtime's packed convolutions and linears;
+# the rewritten model needs libxalloc_runtime.so loaded). PLAN_FLAGS=--form portable and
+# PROFILE_FLAGS= REWRITE_FLAGS= keep to aten:: ops and an unfrozen model.
+PROFILE_FLAGS ?= --freeze
+PLAN_FLAGS    ?= --form fast
 REWRITE_FLAGS ?= --freeze
 BIN        := $(BUILD_DIR)/bin
-NAME       := $(basename $(notdir $(MODEL)))
+MODELS      = $(or $(MODEL),$(BUILD_DIR)/samples/minigpt.pt $(BUILD_DIR)/samples/smallcnn.pt)
+PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" THREADS=$(THREADS) \
+              PROFILE_FLAGS="$(PROFILE_FLAGS)" PLAN_FLAGS="$(PLAN_FLAGS)" \
+              REWRITE_FLAGS="$(REWRITE_FLAGS)" bash scripts/rewrite.sh
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -25,8 +36,8 @@ help: ## show this list
 	@echo
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo
-	@echo "  MODEL=$(MODEL) (any TorchScript file), INPUTS=\"--input-shape ...\" when it stores"
-	@echo "  no example inputs, OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
+	@echo "  MODEL=path.pt (any TorchScript file; default: the samples), INPUTS=\"--input-shape ...\""
+	@echo "  when it stores no example inputs, THREADS=$(THREADS), OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
 
 deps: ## install the Debian packages the project needs (quiet when all are present)
 	@bash scripts/install-deps.sh
@@ -34,7 +45,7 @@ deps: ## install the Debian packages the project needs (quiet when all are prese
 configure: deps
 	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
 
-tools: configure ## build only what `make rewrite` runs: the four tools and the MinimalGPT sample
+tools: configure ## build only what `make rewrite` runs: the four tools, the samples, xbench-peer
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target tools
 
 build: configure ## build the tools, the runtime, the samples and the tests (build/bin/)
@@ -43,14 +54,11 @@ build: configure ## build the tools, the runtime, the samples and the tests (bui
 samples: configure ## script MinimalGPT and the test models, build minigpt_cpp
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target samples
 
-profile: tools ## profile MODEL: writes OUT/profile.json, OUT/cost.json, OUT/schedule.json
-	@mkdir -p $(OUT)
-	$(BIN)/xprof $(MODEL) $(INPUTS) -o $(OUT)/profile.json
-	$(BIN)/xcost $(OUT)/profile.json -o $(OUT)/cost.json --report
-	$(BIN)/xsched --profile $(OUT)/profile.json --cost $(OUT)/cost.json -o $(OUT)/schedule.json --explain
+profile: tools ## profile MODEL (default: the samples) frozen: OUT/<name>.profile/cost/schedule.json
+	@$(PIPELINE) profile $(MODELS)
 
-rewrite: profile ## rewrite MODEL with the schedule: OUT/<name>.opt.pt, and print the graph diff
-	$(BIN)/xrewrite $(MODEL) $(INPUTS) --schedule $(OUT)/schedule.json $(REWRITE_FLAGS) -o $(OUT)/$(NAME).opt.pt --diff
+rewrite: profile ## rewrite it: OUT/<name>.opt.pt, its graph diff, and its time against the original and the peer
+	@$(PIPELINE) rewrite $(MODELS)
 
 rewrite-cpp: tools ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench-peer`: original / peer / ours on public models, side by side in one process.
 # For each model and batch: script it (torchvision, random weights), run the pipeline at one
-# thread (xprof --threads 1: libtorch's and OpenBLAS's threads together), rewrite it (frozen
-# first, xrewrite --freeze, checked within the default tolerance), then time
-# the original, the peer (optimize_for_inference(freeze(m))), ours and ours under the peer,
-# interleaved (xbench-peer). Prints one table and the geometric means; JSON per model in OUT.
+# thread (xprof --threads 1: libtorch's and OpenBLAS's threads together) on the model frozen
+# (xprof --freeze: its layout regions timed in every candidate layout), plan for the fast form
+# (xsched --form fast: packed and blocked regions), rewrite it (xrewrite --freeze, checked
+# within the default tolerance), then time the original, the peer
+# (optimize_for_inference(freeze(m))), ours and ours under the peer, interleaved (xbench-peer).
+# Prints one table and the geometric means; JSON per model in OUT.
 #
 #   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 make bench-peer
 set -euo pipefail
@@ -14,7 +16,8 @@ OUT=${OUT:-data/tmp/bench-peer}
 RUNS=${RUNS:-30}
 THREADS=${THREADS:-1}
 BATCHES=${BATCHES:-1}
-MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t"}
+MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t shufflenet_v2_x1_0 regnet_y_400mf"}
+SAMPLE_MODELS=${SAMPLE_MODELS:-"minigpt smallcnn"}
 PY=${PY:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
@@ -25,8 +28,8 @@ results=()
 run_one() { # run_one NAME MODEL.pt
   local name=$1 model=$2 d="$OUT/$1"
   mkdir -p "$d"
-  xprof "$model" --threads "$THREADS" -q -o "$d/profile.json"
-  xcost "$d/profile.json" | xsched -o "$d/schedule.json"
+  xprof "$model" --threads "$THREADS" --freeze -q -o "$d/profile.json"
+  xcost "$d/profile.json" | xsched --form fast -o "$d/schedule.json"
   xrewrite "$model" -s "$d/schedule.json" --freeze -o "$d/ours.pt" -q
   xbench-peer "$model" "$d/ours.pt" --peer-of-ours --threads "$THREADS" --runs "$RUNS" \
     --json "$d/table.json"
@@ -40,10 +43,12 @@ for b in $BATCHES; do
     run_one "$name" "$path"
   done
 done
-if [[ -f "$SAMPLES/minigpt.pt" ]]; then
-  echo "== minigpt"
-  run_one minigpt "$SAMPLES/minigpt.pt"
-fi
+for name in $SAMPLE_MODELS; do
+  if [[ -f "$SAMPLES/$name.pt" ]]; then
+    echo "== $name"
+    run_one "$name" "$SAMPLES/$name.pt"
+  fi
+done
 
 "$PY" - "${results[@]}" <<'PY'
 import json, math, sys

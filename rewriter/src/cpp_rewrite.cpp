@@ -72,6 +72,47 @@ private:
   const VarDecl* var_;
 };
 
+// The memory format a `.contiguous(...)` call makes: row-major with no argument or
+// MemoryFormat::Contiguous, channels-last with ChannelsLast(3d); nullopt for anything else (a
+// format computed at run time, or not a conversion).
+std::optional<formats::LayoutTarget> conversionTarget(const Expr* e) {
+  if (!e)
+    return std::nullopt;
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  if (!call || !call->getMethodDecl() || call->getMethodDecl()->getNameAsString() != "contiguous")
+    return std::nullopt;
+  if (call->getNumArgs() == 0 || isa<CXXDefaultArgExpr>(call->getArg(0)))
+    return formats::LayoutTarget::Contiguous;
+  const auto* ref = dyn_cast<DeclRefExpr>(call->getArg(0)->IgnoreImpCasts());
+  const std::string name = ref ? ref->getDecl()->getNameAsString() : "";
+  if (name == "Contiguous")
+    return formats::LayoutTarget::Contiguous;
+  if (name == "ChannelsLast")
+    return formats::LayoutTarget::ChannelsLast;
+  if (name == "ChannelsLast3d")
+    return formats::LayoutTarget::ChannelsLast3d;
+  return std::nullopt;
+}
+
+// Any `.contiguous(...)` call, whatever its argument.
+bool isConversionCall(const Expr* e) {
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  return call && call->getMethodDecl() &&
+         call->getMethodDecl()->getNameAsString() == "contiguous";
+}
+
+// What the rewrite appends for a target: `.contiguous()`, or with libtorch's memory format.
+std::string conversionText(formats::LayoutTarget t) {
+  switch (t) {
+  case formats::LayoutTarget::ChannelsLast:
+    return ".contiguous(at::MemoryFormat::ChannelsLast)";
+  case formats::LayoutTarget::ChannelsLast3d:
+    return ".contiguous(at::MemoryFormat::ChannelsLast3d)";
+  default:
+    return ".contiguous()";
+  }
+}
+
 class Rewriter {
 public:
   Rewriter(const formats::Schedule& s, CppRewrite& out, bool async_calls)
@@ -104,6 +145,14 @@ public:
       const std::string& file = *target;
       const std::string& content = c.contents_.at(file);
       formats::Decision d = s_.decisions[i];
+      if (d.region || d.target == formats::LayoutTarget::Blocked) {
+        note(d.anchor, file,
+             "skipped: a region decision (its ops rewritten together, weights re-laid as "
+             "constants) is for a frozen TorchScript model",
+             true);
+        ++out_.skipped;
+        continue;
+      }
       if (const std::string other = disagreement(i); !other.empty()) {
         note(d.anchor, file,
              "skipped: `" + d.anchor.expr + "` is decided " + formats::actionName(d.action) +
@@ -276,29 +325,50 @@ private:
     return false;
   }
 
+  // A conversion to another memory format than the decision's, already written there.
+  void otherFormat(const formats::Decision& d, const std::string& file,
+                   const std::optional<formats::LayoutTarget>& there) {
+    note(d.anchor, file,
+         "skipped: `" + d.anchor.expr + "` is converted to " +
+             (there ? formats::toString(*there) : "a memory format computed at run time") +
+             " here already, not to " + formats::toString(d.target),
+         true);
+    ++out_.skipped;
+  }
+
   // `why`: the reason an async decision is written as sync, for its note.
   void convert(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
                const std::string& file, const std::string& content, const std::string& why = "") {
-    // Already converted: the expression is the object of a `.contiguous()` call.
+    using formats::LayoutTarget;
+    // Already converted: the expression is the object of a `.contiguous(...)` call.
     const Expr* e = c.expr;
-    if (inRuntimeCall(e, d, file))
+    if (d.target == LayoutTarget::Contiguous && inRuntimeCall(e, d, file))
       return;
     for (const Expr* p = up(e).get<Expr>(); p; p = up(p).get<Expr>()) {
       if (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(p))
         continue;
       if (const auto* member = dyn_cast<MemberExpr>(p))
         if (member->getMemberDecl()->getNameAsString() == "contiguous") {
-          note(d.anchor, file, "already converted: `" + d.anchor.expr + ".contiguous()`", false);
+          const auto there = conversionTarget(dyn_cast_or_null<Expr>(up(member).get<Expr>()));
+          if (there != d.target)
+            return otherFormat(d, file, there);
+          note(d.anchor, file,
+               "already converted: `" + d.anchor.expr + conversionText(d.target) + "`", false);
           ++out_.already;
           return;
         }
       break;
     }
-    if (isContiguousCall(e)) {
-      note(d.anchor, file, "already contiguous: `" + d.anchor.expr + "` is a conversion", false);
+    if (const auto there = conversionTarget(e); there || isConversionCall(e)) {
+      if (there != d.target)
+        return otherFormat(d, file, there);
+      note(d.anchor, file, "already " + std::string(formats::toString(d.target)) + ": `" +
+                               d.anchor.expr + "` is a conversion",
+           false);
       ++out_.already;
       return;
     }
+    const std::string suffix = conversionText(d.target);
     // Already parenthesised, `(a + b)`: the conversion goes after the closing parenthesis.
     const ParenExpr* paren = nullptr;
     for (const Expr* p = up(e).get<Expr>(); p; p = up(p).get<Expr>()) {
@@ -308,9 +378,10 @@ private:
       break;
     }
     SourceManager& sm = ctx.getSourceManager();
-    if (async_calls_) {
+    if (async_calls_ && d.target == LayoutTarget::Contiguous) {
       // The fast form: the runtime's kernel, `xalloc::runtime::contiguousFast(EXPR)`; an
-      // existing parenthesis, `(a + b)`, becomes the call's.
+      // existing parenthesis, `(a + b)`, becomes the call's. (It makes row-major tensors only:
+      // other memory formats are written as ATen's conversion.)
       if (paren && !paren->getLParen().isMacroID() && !paren->getRParen().isMacroID()) {
         edit(file, sm.getFileOffset(paren->getLParen()), 0, "xalloc::runtime::contiguousFast");
       } else {
@@ -319,17 +390,21 @@ private:
       }
       addInclude(file, content);
     } else if (isPostfix(e)) {
-      edit(file, c.end, 0, ".contiguous()");
+      edit(file, c.end, 0, suffix);
     } else if (paren && !paren->getRParen().isMacroID()) {
-      edit(file, sm.getFileOffset(paren->getRParen()) + 1, 0, ".contiguous()");
+      edit(file, sm.getFileOffset(paren->getRParen()) + 1, 0, suffix);
     } else {
       edit(file, c.begin, 0, "(");
-      edit(file, c.end, 0, ").contiguous()");
+      edit(file, c.end, 0, ")" + suffix);
     }
+    const bool fast = async_calls_ && d.target == LayoutTarget::Contiguous;
     note(d.anchor, file,
          std::string(d.action == formats::Action::Async ? "async (as sync)" : "sync") +
-             ": converted `" + d.anchor.expr + "`" + (async_calls_ ? " with contiguousFast" : "") +
-             why,
+             ": converted `" + d.anchor.expr + "`" +
+             (d.target == LayoutTarget::Contiguous
+                  ? ""
+                  : " to " + std::string(formats::toString(d.target))) +
+             (fast ? " with contiguousFast" : "") + why,
          false);
     ++out_.applied;
   }
@@ -356,6 +431,9 @@ private:
 
   void convertAsync(ASTContext& ctx, const Candidate& c, const formats::Decision& d,
                     const std::string& file, const std::string& content) {
+    if (d.target != formats::LayoutTarget::Contiguous)
+      return convert(ctx, c, d, file, content,
+                     " (the runtime's async conversion makes row-major tensors only)");
     if (inRuntimeCall(c.expr, d, file))
       return;
     const DynTypedNode parent = explicitParent(c.expr);

@@ -308,6 +308,11 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   auto graph = tspass::inlineMethod(model.module, o.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::string before = tspass::graphText(*graph);
+  // Whole regions found first, on the graph as xprof found them (frozen, linears as they are),
+  // and marked; they are rewritten after the value decisions, which renumber linears.
+  const tspass::MarkedRegions marked = tspass::markRegionDecisions(
+      *graph, schedule, inputRanks(o, schedule, model), tspass::isFrozen(model.module),
+      o.form == formats::RewriteForm::Fast);
   // Numbered as xprof numbered it: with linears exposed; those no decision touched go back.
   const auto exposed = tspass::exposeLinearWeights(*graph);
   tspass::ApplyOptions apply;
@@ -316,11 +321,8 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   tspass::ApplyReport report = tspass::applySchedule(graph, schedule, apply);
   std::vector<tspass::Renumbered> renumbered;
   tspass::restoreLinears(exposed, &renumbered);
-  // Whole regions next, on the graph as the profile's regions were found in it (frozen, linears
-  // as they are): each re-laid into the layout the schedule chose.
-  const tspass::ApplyReport regions = tspass::applyRegionDecisions(
-      *graph, schedule, inputRanks(o, schedule, model), tspass::isFrozen(model.module),
-      o.form == formats::RewriteForm::Fast);
+  // Then the marked regions, each re-laid into the layout the schedule chose.
+  const tspass::ApplyReport regions = tspass::applyMarkedRegions(*graph, schedule, marked);
   report.results.insert(report.results.end(), regions.results.begin(), regions.results.end());
   const std::string after = tspass::withOriginalNumbers(tspass::graphText(*graph), renumbered);
   reportResults(report, schedule, o.quiet);

@@ -27,6 +27,10 @@ void collectLinears(Block* block, std::vector<Node*>& out) {
 // The new node stands where `from` stood: same source range, inlined call stack and scope.
 void takePlace(Node* n, const Node* from) {
   n->setSourceRange(from->sourceRange());
+  // The mark of the region decision it belongs to (rewrite.h, matchRegionDecisions).
+  const auto tag = c10::Symbol::attr("xalloc_region");
+  if (from->hasAttribute(tag))
+    n->i_(tag, from->i(tag));
   if (auto cs = from->callstack())
     n->setCallStack(*cs);
   auto scope = const_cast<Node*>(from)->scope(); // ScopePtr scope() is not const in 1.13

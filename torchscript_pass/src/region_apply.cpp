@@ -1,5 +1,8 @@
 // applyRegionDecisions: a schedule's region decisions found again in a frozen graph by their
-// ops' anchors and applied, each reported like a value decision.
+// ops' anchors (marked, so other edits in between cannot lose them) and applied, each reported
+// like a value decision.
+#include <map>
+
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/tspass/graph_index.h"
@@ -9,6 +12,11 @@
 namespace xalloc::tspass {
 
 namespace {
+
+c10::Symbol tag() {
+  return c10::Symbol::attr("xalloc_region");
+}
+
 std::string counts(const RegionEdit& e) {
   std::string s;
   auto add = [&](std::int64_t n, const char* what) {
@@ -18,17 +26,37 @@ std::string counts(const RegionEdit& e) {
   add(e.entry_conversions, "entry conversion(s)");
   add(e.exit_conversions, "exit conversion(s)");
   add(e.weights_relaid, "weight(s) re-laid");
-  add(e.packed, "convolution(s) packed");
+  add(e.packed, "convolution(s) or linear(s) packed");
   add(e.fused, "activation(s) fused");
   add(e.blocked_ops, "op(s) on blocked tensors");
   return s;
 }
+
+formats::RegionCandidate candidateOf(const formats::Decision& d) {
+  formats::RegionCandidate c;
+  c.target = d.target;
+  c.packed = d.packed;
+  return c;
+}
+
+std::string nameOf(const formats::Decision& d) {
+  return "region " + std::to_string(d.region->id) + " as " + candidateOf(d).name();
+}
+
+ApplyResult resultFor(const formats::Schedule& s, std::size_t i) {
+  ApplyResult r;
+  r.decision_index = i;
+  r.action = s.decisions[i].action;
+  r.anchor = s.decisions[i].anchor;
+  return r;
+}
+
 } // namespace
 
-ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
-                                 const std::vector<std::optional<int>>& input_ranks, bool frozen,
-                                 bool fast_form) {
-  ApplyReport report;
+MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                                  const std::vector<std::optional<int>>& input_ranks, bool frozen,
+                                  bool fast_form) {
+  MarkedRegions out;
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < schedule.decisions.size(); ++i) {
     const auto& d = schedule.decisions[i];
@@ -36,51 +64,77 @@ ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedu
       todo.push_back(i);
   }
   if (todo.empty())
-    return report;
+    return out;
   auto regions = findLayoutRegions(graph, input_ranks);
   GraphIndex index(graph);
-  // Found first, all of them, before any edit renumbers the graph.
-  std::vector<LayoutRegion*> found(todo.size(), nullptr);
-  std::vector<bool> laid_out(todo.size(), false);
-  for (std::size_t k = 0; k < todo.size(); ++k) {
-    const auto& ref = *schedule.decisions[todo[k]].region;
-    for (auto& r : regions)
-      if (sameRegion(r, index, ref))
-        found[k] = &r;
-    laid_out[k] = found[k] ? regionReadsChannelsLast(*found[k]) : regionAlreadyLaidOut(index, ref);
-  }
-  for (std::size_t k = 0; k < todo.size(); ++k) {
-    const auto& d = schedule.decisions[todo[k]];
-    ApplyResult r;
-    r.decision_index = todo[k];
-    r.action = d.action;
-    r.anchor = d.anchor;
-    formats::RegionCandidate c;
-    c.target = d.target;
-    c.packed = d.packed;
-    const std::string name = "region " + std::to_string(d.region->id) + " as " + c.name();
+  for (std::size_t i : todo) {
+    const auto& d = schedule.decisions[i];
+    ApplyResult r = resultFor(schedule, i);
+    const LayoutRegion* found = nullptr;
+    for (const auto& g : regions)
+      if (sameRegion(g, index, *d.region))
+        found = &g;
     if (!frozen) {
       r.status = ApplyStatus::Skipped;
-      r.message = name + " needs the model frozen (xrewrite --freeze): its weights are re-laid "
-                         "once, as constants";
-    } else if (c.needsRuntime() && !fast_form) {
+      r.message = nameOf(d) + " needs the model frozen (xrewrite --freeze): its weights are "
+                              "re-laid once, as constants";
+    } else if (candidateOf(d).needsRuntime() && !fast_form) {
       r.status = ApplyStatus::Skipped;
-      r.message = name + " needs the runtime's ops: write the fast form (--form fast)";
-    } else if (laid_out[k]) {
+      r.message = nameOf(d) + " needs the runtime's ops: write the fast form (--form fast)";
+    } else if (found ? regionReadsChannelsLast(*found) : regionAlreadyLaidOut(index, *d.region)) {
       r.status = ApplyStatus::AlreadyApplied;
-      r.message = name + ": its convolutions run in another layout already";
-    } else if (!found[k]) {
+      r.message = nameOf(d) + ": it runs in another layout already";
+    } else if (!found) {
       r.status = ApplyStatus::NotFound;
-      r.message = name + ": no region of this graph has its " +
+      r.message = nameOf(d) + ": no region of this graph has its " +
                   std::to_string(d.region->nodes.size()) + " ops";
     } else {
-      const RegionEdit e = applyRegionLayout(graph, *found[k], c);
-      r.status = e.applied ? ApplyStatus::Applied : ApplyStatus::Skipped;
-      r.message = e.applied ? name + ": " + counts(e) : name + ": " + e.message;
+      for (torch::jit::Node* n : found->nodes)
+        n->i_(tag(), static_cast<std::int64_t>(i));
+      out.marked.push_back(i);
+      continue;
     }
+    out.report.results.push_back(std::move(r));
+  }
+  return out;
+}
+
+ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                               const MarkedRegions& marked) {
+  // The marked ops of each decision, in graph order, and every mark cleared.
+  std::map<std::int64_t, LayoutRegion> by_decision;
+  for (torch::jit::Node* n : graph.nodes())
+    if (n->hasAttribute(tag())) {
+      by_decision[n->i(tag())].nodes.push_back(n);
+      n->removeAttribute(tag());
+    }
+  ApplyReport report = marked.report;
+  for (std::size_t i : marked.marked) {
+    const auto& d = schedule.decisions[i];
+    ApplyResult r = resultFor(schedule, i);
+    auto it = by_decision.find(static_cast<std::int64_t>(i));
+    if (it == by_decision.end()) {
+      r.status = ApplyStatus::Skipped;
+      r.message = nameOf(d) + ": its ops were rewritten by another decision";
+      report.results.push_back(std::move(r));
+      continue;
+    }
+    LayoutRegion& g = it->second;
+    g.convolutions = d.region->convolutions;
+    g.rank = d.region->convolutions == 0 ? 0 : (d.target == formats::LayoutTarget::ChannelsLast3d ? 5 : 4);
+    const RegionEdit e = applyRegionLayout(graph, g, candidateOf(d));
+    r.status = e.applied ? ApplyStatus::Applied : ApplyStatus::Skipped;
+    r.message = nameOf(d) + ": " + (e.applied ? counts(e) : e.message);
     report.results.push_back(std::move(r));
   }
   return report;
+}
+
+ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                                 const std::vector<std::optional<int>>& input_ranks, bool frozen,
+                                 bool fast_form) {
+  return applyMarkedRegions(graph, schedule,
+                            markRegionDecisions(graph, schedule, input_ranks, frozen, fast_form));
 }
 
 } // namespace xalloc::tspass

@@ -64,6 +64,21 @@ ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedu
                                  const std::vector<std::optional<int>>& input_ranks, bool frozen,
                                  bool fast_form);
 
+/// applyRegionDecisions in two steps, for a graph that other edits change in between (xrewrite:
+/// the value decisions, which expose and restore linears and so renumber them): the regions are
+/// found by anchor on the graph as xprof numbered it and their ops marked (a node attribute that
+/// exposing and restoring a linear carries over); applyMarkedRegions then rewrites the marked
+/// ops and clears every mark.
+struct MarkedRegions {
+  ApplyReport report;              // the decisions not to apply (skipped, applied, not found)
+  std::vector<std::size_t> marked; // decisions whose ops are marked
+};
+MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                                  const std::vector<std::optional<int>>& input_ranks, bool frozen,
+                                  bool fast_form);
+ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
+                               const MarkedRegions& marked);
+
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
 /// module scope, so a diff shows it beside the op it converts for.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make profile` / `make rewrite` for one or more TorchScript models: profile (frozen), fit the
+# cost model, plan, then (rewrite) write the rewritten model with its graph diff and time it
+# against the original and the peer (torch.jit.optimize_for_inference(torch.jit.freeze(m))).
+#
+#   scripts/rewrite.sh profile|rewrite MODEL.pt...
+# Settings from the environment (the Makefile passes them): BIN, OUT, INPUTS, THREADS,
+# PROFILE_FLAGS, PLAN_FLAGS, REWRITE_FLAGS, RUNS.
+set -euo pipefail
+step=$1
+shift
+BIN=${BIN:-build/bin}
+OUT=${OUT:-data/tmp}
+THREADS=${THREADS:-1}
+RUNS=${RUNS:-30}
+read -r -a inputs <<<"${INPUTS:-}"
+read -r -a profile_flags <<<"${PROFILE_FLAGS---freeze}"
+read -r -a plan_flags <<<"${PLAN_FLAGS---form fast}"
+read -r -a rewrite_flags <<<"${REWRITE_FLAGS---freeze}"
+mkdir -p "$OUT"
+run() {
+  echo "+ $*" >&2
+  "$@"
+}
+for model in "$@"; do
+  name=$(basename "$model" .pt)
+  p="$OUT/$name"
+  if [[ $step == profile ]]; then
+    run "$BIN/xprof" "$model" "${inputs[@]}" --threads "$THREADS" "${profile_flags[@]}" \
+      -o "$p.profile.json"
+    run "$BIN/xcost" "$p.profile.json" -o "$p.cost.json" --report
+    run "$BIN/xsched" --profile "$p.profile.json" --cost "$p.cost.json" "${plan_flags[@]}" \
+      -o "$p.schedule.json" --explain
+  else
+    run "$BIN/xrewrite" "$model" "${inputs[@]}" --schedule "$p.schedule.json" \
+      "${rewrite_flags[@]}" -o "$p.opt.pt" --diff
+    # What it gains, side by side in one process, interleaved, at the profile's thread count.
+    run "$BIN/xbench-peer" "$model" "$p.opt.pt" --threads "$THREADS" --runs "$RUNS"
+  fi
+done
