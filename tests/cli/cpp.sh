@@ -121,6 +121,40 @@ xrewrite -s fast-schedule.json --cpp fast.cpp --check -q "${FLAGS[@]}" 2>/dev/nu
   fail "a fast-form source counts as converted for the portable form too"
 clang++-14 -fsyntax-only -std=c++17 -Imock fast.cpp || fail "the fast-form source does not compile"
 
+# A channels-last target: written with libtorch's memory format (in the fast form too: the
+# runtime's kernel makes row-major tensors only), read back as done, --check clean, compiles.
+cp "$src/input.cpp" cl.cpp
+python3 - schedule.json cl-schedule.json <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().replace('"input.cpp"', '"cl.cpp"'))
+n = 0
+for d in s["decisions"]:
+    if d["action"] == "sync" and d["anchor"].get("expr") == "a + b":
+        d["target"] = "channels_last"
+        n += 1
+assert n == 1, n
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite -s cl-schedule.json --cpp cl.cpp --form fast "${FLAGS[@]}" >cl.diff 2>cl.txt
+grep -q '^+.*(a + b).contiguous(at::MemoryFormat::ChannelsLast)' cl.diff ||
+  fail "channels-last target not written: $(cat cl.diff)"
+grep -q 'converted `a + b` to channels_last' cl.txt || fail "channels-last not reported: $(cat cl.txt)"
+xrewrite -s cl-schedule.json --cpp cl.cpp --export-fixes cl.yaml -q "${FLAGS[@]}" 2>/dev/null
+grep -q "ReplacementText: *'.contiguous(at::MemoryFormat::ChannelsLast)'" cl.yaml ||
+  fail "no channels-last replacement in the fixes: $(cat cl.yaml)"
+xrewrite -s cl-schedule.json --cpp cl.cpp --in-place -q "${FLAGS[@]}" 2>/dev/null
+xrewrite -s cl-schedule.json --cpp cl.cpp -q "${FLAGS[@]}" >cl2.diff 2>/dev/null
+[[ ! -s cl2.diff ]] || fail "a second channels-last run is not empty: $(cat cl2.diff)"
+xrewrite -s cl-schedule.json --cpp cl.cpp --check -q "${FLAGS[@]}" 2>/dev/null ||
+  fail "--check after the channels-last rewrite"
+clang++-14 -fsyntax-only -std=c++17 -Imock cl.cpp || fail "the channels-last source does not compile"
+# A row-major decision where the source makes channels-last is not written over.
+sed 's/"target": "channels_last"/"target": "contiguous"/' cl-schedule.json >row-schedule.json
+xrewrite -s row-schedule.json --cpp cl.cpp -q "${FLAGS[@]}" >row.diff 2>row.txt || true
+[[ ! -s row.diff ]] || fail "a row-major decision rewrote a channels-last conversion: $(cat row.diff)"
+grep -q 'converted to channels_last here already, not to contiguous' row.txt ||
+  fail "the other memory format is not reported: $(cat row.txt)"
+
 # Bad input: a missing source and one Clang cannot parse.
 expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
 echo 'int main( {' >broken.cpp

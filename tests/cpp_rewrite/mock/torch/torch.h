@@ -5,9 +5,10 @@
 #include <vector>
 
 namespace c10 {
-enum class MemoryFormat { Contiguous, Preserve, ChannelsLast };
+enum class MemoryFormat { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 }
 namespace at {
+using c10::MemoryFormat;
 class TensorBase {
 public:
   bool is_contiguous() const;
