@@ -166,20 +166,27 @@ formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options
     for (const auto& c : *table)
       if (seen.insert(c.key()).second)
         measured.push_back(&c);
-  std::map<std::pair<std::string, std::string>, std::vector<Sample>> groups;
+  // The classic model per device, dtype group and target layout: a conversion to channels-last
+  // writes its output in another order than one to row-major, so each is fitted and scored on
+  // its own conversions.
+  std::map<std::tuple<std::string, std::string, formats::LayoutTarget>, std::vector<Sample>> groups;
   for (const auto* c : measured)
-    groups[{c->layout.device, formats::dtypeGroup(c->layout.dtype)}].push_back(
+    groups[{c->layout.device, formats::dtypeGroup(c->layout.dtype), c->target}].push_back(
         {c->layout, c->median_ms});
   for (const auto& [key, samples] : groups) {
-    double floor_gbps = key.first == profile.device.type ? profile.device.copy_bandwidth_gbps : 0;
-    CostModelEntry e = fitClassic(samples, key.first, key.second, floor_gbps);
+    const auto& [device, group, target] = key;
+    double floor_gbps = device == profile.device.type ? profile.device.copy_bandwidth_gbps : 0;
+    CostModelEntry e = fitClassic(samples, device, group, floor_gbps);
+    e.target = target;
     e.holdout = crossValidateClassic(samples, options.folds, floor_gbps);
     cost.cost_model.push_back(std::move(e));
   }
-  // The stride-aware model: one per device, over every dtype.
+  // The stride-aware model: one per device, over every dtype, of conversions to row-major (its
+  // features describe reading a layout into row-major order).
   std::map<std::string, std::vector<Sample>> by_device;
   for (const auto* c : measured)
-    by_device[c->layout.device].push_back({c->layout, c->median_ms});
+    if (c->target == formats::LayoutTarget::Contiguous)
+      by_device[c->layout.device].push_back({c->layout, c->median_ms});
   for (const auto& [device, samples] : by_device) {
     const bool ours = device == profile.device.type;
     const double floor_gbps = ours ? profile.device.copy_bandwidth_gbps : 0;
@@ -201,11 +208,13 @@ void testCost(formats::Cost& cost, const formats::Profile& independent) {
     std::vector<double> stride, classic, measured;
     std::vector<std::int64_t> bytes;
     for (const auto& c : independent.conversion_cost_table) {
-      if (c.layout.device != m.device || !(c.median_ms > 0))
+      if (c.layout.device != m.device || !(c.median_ms > 0) ||
+          c.target != formats::LayoutTarget::Contiguous)
         continue;
       const formats::CostModelEntry* e = nullptr;
       for (const auto& entry : cost.cost_model)
-        if (entry.device == m.device && entry.dtype_group == formats::dtypeGroup(c.layout.dtype))
+        if (entry.device == m.device && entry.target == formats::LayoutTarget::Contiguous &&
+            entry.dtype_group == formats::dtypeGroup(c.layout.dtype))
           e = &entry;
       if (!e)
         continue;
@@ -226,18 +235,23 @@ CostPredictor::CostPredictor(const formats::Cost& cost) : cost_(cost) {
     measured_.emplace(c.key(), &c);
 }
 
-std::optional<CostPredictor::Prediction> CostPredictor::predict(const Layout& layout) const {
-  if (auto it = measured_.find(layout.key()); it != measured_.end()) {
+std::optional<CostPredictor::Prediction>
+CostPredictor::predict(const Layout& layout, formats::LayoutTarget target) const {
+  formats::ConversionCost probe;
+  probe.layout = layout;
+  probe.target = target;
+  if (auto it = measured_.find(probe.key()); it != measured_.end()) {
     const formats::ConversionCost& c = *it->second;
     return Prediction{c.median_ms, c.spread_ms, "measured", c.allocation_ms,
                       c.allocation_spread_ms.value_or(0)};
   }
-  for (const auto& m : cost_.stride_model)
-    if (m.device == layout.device)
-      return Prediction{predictStride(m, layout), 0.0, "stride", std::nullopt, 0};
+  if (target == formats::LayoutTarget::Contiguous)
+    for (const auto& m : cost_.stride_model)
+      if (m.device == layout.device)
+        return Prediction{predictStride(m, layout), 0.0, "stride", std::nullopt, 0};
   const std::string group = formats::dtypeGroup(layout.dtype);
   for (const auto& e : cost_.cost_model)
-    if (e.device == layout.device && e.dtype_group == group)
+    if (e.device == layout.device && e.dtype_group == group && e.target == target)
       return Prediction{predictClassic(e, layout), 0.0, "classic", std::nullopt, 0};
   return std::nullopt;
 }

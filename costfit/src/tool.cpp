@@ -24,20 +24,20 @@ namespace {
 std::string reportTable(const formats::Cost& cost) {
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-6s %-7s %4s %13s %11s %11s %7s %9s %9s %9s  %s\n", "device",
-                "dtypes", "n", "alpha ms/el", "beta ms", "gamma ms", "R^2", "MAPE %", "medAPE %",
-                "maxAPE %", "fit");
+  std::snprintf(line, sizeof line, "%-6s %-7s %-16s %4s %13s %11s %11s %7s %9s %9s %9s  %s\n",
+                "device", "dtypes", "target", "n", "alpha ms/el", "beta ms", "gamma ms", "R^2",
+                "MAPE %", "medAPE %", "maxAPE %", "fit");
   out << line;
   for (const auto& e : cost.cost_model) {
     auto pct = [&](auto get) {
       return e.holdout ? get(*e.holdout) : -1.0;
     };
     std::snprintf(line, sizeof line,
-                  "%-6s %-7s %4lld %13.4e %11.3e %11.3e %7.3f %9.1f %9.1f %9.1f  %s\n",
-                  e.device.c_str(), e.dtype_group.c_str(), static_cast<long long>(e.n_samples),
-                  e.alpha, e.beta, e.gamma, e.r2, pct([](auto& q) { return q.mape; }),
-                  pct([](auto& q) { return q.median_ape; }), pct([](auto& q) { return q.max_ape; }),
-                  e.fit.c_str());
+                  "%-6s %-7s %-16s %4lld %13.4e %11.3e %11.3e %7.3f %9.1f %9.1f %9.1f  %s\n",
+                  e.device.c_str(), e.dtype_group.c_str(), formats::toString(e.target),
+                  static_cast<long long>(e.n_samples), e.alpha, e.beta, e.gamma, e.r2,
+                  pct([](auto& q) { return q.mape; }), pct([](auto& q) { return q.median_ape; }),
+                  pct([](auto& q) { return q.max_ape; }), e.fit.c_str());
     out << line;
   }
   if (cost.cost_model.empty())
@@ -136,15 +136,20 @@ int runPredict(const XcostOptions& o) {
     const std::string where = "<stdin>:" + std::to_string(lineno);
     nlohmann::json j = formats::parseJson(line, where);
     formats::Layout layout;
+    auto target = formats::LayoutTarget::Contiguous;
     try {
-      layout = formats::readLayout(formats::JsonReader(j));
+      const formats::JsonReader r(j);
+      layout = formats::readLayout(r);
+      if (auto t = r.find("target"))
+        target = t->toEnum<formats::LayoutTarget>();
     } catch (const formats::FormatError& e) {
       throw formats::inputErrorAt(e, where);
     }
-    auto p = predictor.predict(layout);
+    auto p = predictor.predict(layout, target);
     if (!p)
-      throw InputError(where, "no cost model for device '" + layout.device + "' and dtype group '" +
-                                  formats::dtypeGroup(layout.dtype) + "' in " + o.cost);
+      throw InputError(where, "no cost model for device '" + layout.device + "', dtype group '" +
+                                  formats::dtypeGroup(layout.dtype) + "' and target '" +
+                                  formats::toString(target) + "' in " + o.cost);
     out += nlohmann::json{{"ms", formats::roundMs(p->ms)}, {"model", p->model}}.dump() + "\n";
   }
   writeFileAtomic("-", out);

@@ -314,6 +314,10 @@ IdleEvent readIdleEvent(const JsonReader& r) {
   return e;
 }
 
+std::string ConversionCost::key() const {
+  return target == LayoutTarget::Contiguous ? layout.key() : layout.key() + "->" + toString(target);
+}
+
 json toJson(const ConversionCost& v) {
   json j = json::object();
   putLayout(j, v.layout);
@@ -338,6 +342,8 @@ json toJson(const ConversionCost& v) {
     j["allocation_ms"] = roundMs(*v.allocation_ms);
   if (v.allocation_spread_ms)
     j["allocation_spread_ms"] = roundMs(*v.allocation_spread_ms);
+  if (v.target != LayoutTarget::Contiguous)
+    j["target"] = toString(v.target);
   return j;
 }
 
@@ -359,6 +365,12 @@ ConversionCost readConversionCost(const JsonReader& r) {
     c.allocation_ms = f->toNonNegative();
   if (auto f = r.find("allocation_spread_ms"))
     c.allocation_spread_ms = f->toNonNegative();
+  if (auto f = r.find("target")) {
+    c.target = f->toEnum<LayoutTarget>();
+    if (c.target == LayoutTarget::Blocked)
+      f->fail("a conversion's target is 'contiguous', 'channels_last' or 'channels_last_3d' "
+              "(blocked tensors are made by regions)");
+  }
   for (std::size_t i = 0; i < c.samples_ms.size(); ++i)
     if (c.samples_ms[i] < 0)
       r.at("samples_ms").at(i).fail("expected a non-negative time");

@@ -127,6 +127,8 @@ json toJson(const CostModelEntry& e) {
          {"floor_gbps", e.floor_gbps},
          {"formula", "cost_ms = alpha * numel + beta * ndim + gamma"}};
   j["holdout"] = e.holdout ? toJson(*e.holdout) : json(nullptr);
+  if (e.target != LayoutTarget::Contiguous)
+    j["target"] = toString(e.target);
   return j;
 }
 
@@ -143,6 +145,8 @@ CostModelEntry readCostModelEntry(const JsonReader& r) {
   e.floor_gbps = r.getNonNegative("floor_gbps", 0);
   if (auto h = r.find("holdout"))
     e.holdout = readFitQuality(*h);
+  if (auto t = r.find("target"))
+    e.target = t->toEnum<LayoutTarget>();
   return e;
 }
 

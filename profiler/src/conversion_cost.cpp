@@ -15,8 +15,12 @@ namespace xalloc::profiler {
 namespace {
 constexpr int kRounds = 3; // placements of the source
 
-std::string costKey(const at::Tensor& tensor, int warmup, int repeats, const char* how) {
-  return "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + how;
+std::string costKey(const at::Tensor& tensor, int warmup, int repeats, const char* how,
+                    formats::LayoutTarget target) {
+  const std::string to = target == formats::LayoutTarget::Contiguous
+                             ? ""
+                             : std::string("|to:") + formats::toString(target);
+  return "copy|" + layoutSignature(tensor) + repeatsTag(warmup, repeats) + how + to;
 }
 
 struct Stored {
@@ -44,10 +48,11 @@ void store(TimingStore* db, const std::string& key, const Stored& st) {
   db->put(key + "|ratio", {st.ratio, 0});
 }
 
-formats::ConversionCost costOf(formats::Layout layout, const Stored& st,
-                               const std::string& source) {
+formats::ConversionCost costOf(formats::Layout layout, const Stored& st, const std::string& source,
+                               formats::LayoutTarget target) {
   formats::ConversionCost c;
   c.layout = std::move(layout);
+  c.target = target;
   c.samples_ms = st.s.samples_ms;
   c.median_ms = st.s.median_ms;
   c.spread_ms = st.s.iqr_ms;
@@ -66,11 +71,10 @@ formats::ConversionCost costOf(formats::Layout layout, const Stored& st,
 // What `aten::contiguous` pays beyond the copy for its fresh output, measured in this process's
 // allocator state (xprof: steadyStateMalloc): pairs of a conversion into a fresh tensor, freed
 // right after as a consumer frees it, and a copy into a buffer kept across the pairs.
-TimingStats measureAllocation(const at::Tensor& src, int repeats) {
-  at::Tensor out =
-      at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
-  PairedTiming m = timeInterleaved([&] { out.copy_(src); }, [&] { (void)src.contiguous(); }, 1,
-                                   std::max(5, repeats));
+TimingStats measureAllocation(const at::Tensor& src, int repeats, c10::MemoryFormat format) {
+  at::Tensor out = at::empty(src.sizes(), src.options().memory_format(format));
+  PairedTiming m = timeInterleaved([&] { out.copy_(src); }, [&] { (void)src.contiguous(format); },
+                                   1, std::max(5, repeats));
   return m.delta;
 }
 } // namespace
@@ -100,10 +104,21 @@ std::string repeatsTag(int warmup, int repeats) {
   return "|w" + std::to_string(warmup) + "r" + std::to_string(repeats);
 }
 
-void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into) {
+c10::MemoryFormat memoryFormatOf(formats::LayoutTarget target) {
+  switch (target) {
+  case formats::LayoutTarget::ChannelsLast:
+    return c10::MemoryFormat::ChannelsLast;
+  case formats::LayoutTarget::ChannelsLast3d:
+    return c10::MemoryFormat::ChannelsLast3d;
+  default:
+    return c10::MemoryFormat::Contiguous;
+  }
+}
+
+void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into,
+                      c10::MemoryFormat format) {
   const std::int64_t bytes = src.numel() * static_cast<std::int64_t>(src.element_size());
-  at::Tensor out =
-      at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out = at::empty(src.sizes(), src.options().memory_format(format));
   at::Tensor plain_src = at::ones({std::max<std::int64_t>(bytes, 1)}, at::kByte);
   at::Tensor plain_out = at::empty_like(plain_src);
   PairedTiming m = timeInterleaved([&] { out.copy_(src); }, [&] { plain_out.copy_(plain_src); },
@@ -116,8 +131,11 @@ void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamp
 }
 
 formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
-                                              int warmup, int repeats, TimingStore* db) {
-  const std::string key = costKey(tensor, warmup, repeats, ("x" + std::to_string(kRounds)).c_str());
+                                              int warmup, int repeats, TimingStore* db,
+                                              formats::LayoutTarget target) {
+  const c10::MemoryFormat format = memoryFormatOf(target);
+  const std::string key =
+      costKey(tensor, warmup, repeats, ("x" + std::to_string(kRounds)).c_str(), target);
   const int per_round = (repeats + kRounds - 1) / kRounds;
   std::optional<Stored> st = lookUp(db, key);
   if (!st) {
@@ -125,7 +143,7 @@ formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const st
     std::vector<at::Tensor> placed; // every round's copy stays alive: each has its own memory
     for (int round = 0; round < kRounds; ++round) {
       placed.push_back(round == 0 ? tensor : relocated(tensor));
-      measurePlacement(placed.back(), warmup, per_round, samples);
+      measurePlacement(placed.back(), warmup, per_round, samples, format);
     }
     st = summarizeSamples(std::move(samples));
     store(db, key, *st);
@@ -134,11 +152,11 @@ formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const st
   if (auto hit = db ? db->get(key + "|alloc") : std::nullopt) {
     st->allocation = hit->stats;
   } else {
-    st->allocation = measureAllocation(tensor, per_round);
+    st->allocation = measureAllocation(tensor, per_round, format);
     if (db)
       db->put(key + "|alloc", {*st->allocation, 0});
   }
-  return costOf(layoutOf(tensor), *st, source);
+  return costOf(layoutOf(tensor), *st, source, target);
 }
 
 std::vector<formats::ConversionCost>
@@ -178,7 +196,7 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
         const auto [warmup, repeats] = o.counts ? o.counts(t) : std::pair<int, int>{3, 15};
         Entry e;
         e.layout = std::move(l);
-        e.key = costKey(t, warmup, repeats, ("p" + std::to_string(passes)).c_str());
+        e.key = costKey(t, warmup, repeats, ("p" + std::to_string(passes)).c_str(), o.target);
         e.repeats = std::max(1, (repeats + passes - 1) / passes);
         e.stored = lookUp(db, e.key);
         entries[i] = std::move(e);
@@ -186,9 +204,10 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
           skipAll();
           continue;
         }
-        measurePlacement(t, warmup, entries[i]->repeats, entries[i]->samples);
+        measurePlacement(t, warmup, entries[i]->repeats, entries[i]->samples,
+                         memoryFormatOf(o.target));
       } else {
-        measurePlacement(t, 1, entries[i]->repeats, entries[i]->samples);
+        measurePlacement(t, 1, entries[i]->repeats, entries[i]->samples, memoryFormatOf(o.target));
       }
       if (pass + 1 == passes) {
         entries[i]->stored = summarizeSamples(std::move(entries[i]->samples));
@@ -201,7 +220,7 @@ measureInPasses(std::size_t count, const std::function<at::Tensor(std::size_t)>&
   std::vector<formats::ConversionCost> out;
   for (auto& e : entries)
     if (e)
-      out.push_back(costOf(e->layout, *e->stored, o.source));
+      out.push_back(costOf(e->layout, *e->stored, o.source, o.target));
   return out;
 }
 

@@ -125,6 +125,8 @@ private:
   // Layout regions of the model frozen (a copy, frozen as xrewrite --freeze freezes it), each
   // run in isolation on the real inputs in every candidate layout (regions.cpp).
   void measureRegions();
+  // A region entry's conversion to channels-last (3d), added to the conversion cost table.
+  void measureEntryConversion(const at::Tensor& t, int rank);
 
   const ProfileOptions& o_;
   Progress progress_;

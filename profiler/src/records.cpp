@@ -129,6 +129,27 @@ void Profiler::measureSweep() {
       layouts.size(), [&](std::size_t i) { return layouts[i].materialize(); }, po, db_.get());
   for (auto& c : costs)
     p_.conversion_cost_table.push_back(std::move(c));
+  // The same 4-D layouts converted to channels-last (a region's entry conversion), so xcost fits
+  // and scores that target too.
+  std::vector<std::size_t> four_d;
+  for (std::size_t i = 0; i < layouts.size(); ++i)
+    if (layouts[i].base_shape.size() == 4)
+      four_d.push_back(i);
+  PassOptions cl = po;
+  cl.target = formats::LayoutTarget::ChannelsLast;
+  cl.wanted = [&](const formats::Layout& l) {
+    formats::ConversionCost probe;
+    probe.layout = l;
+    probe.target = cl.target;
+    return seen.insert(probe.key()).second;
+  };
+  progress_.phase("sweeping layouts to channels-last",
+                  four_d.size() * static_cast<std::size_t>(cl.passes));
+  auto cl_costs = measureInPasses(
+      four_d.size(), [&](std::size_t i) { return layouts[four_d[i]].materialize(); }, cl,
+      db_.get());
+  for (auto& c : cl_costs)
+    p_.conversion_cost_table.push_back(std::move(c));
   if (db_)
     db_->commit();
 }

@@ -8,6 +8,9 @@
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/costfit/stride.h"
+#include "xalloc/formats/documents.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace xalloc;
 using namespace xalloc::costfit;
@@ -149,4 +152,57 @@ TEST(Costfit, FitCostGroupsByDeviceAndDtypeAndPredictorPrefersMeasurements) {
   auto fallback = CostPredictor(older).predict(contiguousLayout({3000, 3}));
   ASSERT_TRUE(fallback);
   EXPECT_EQ(fallback->model, "classic");
+}
+
+TEST(Costfit, EachTargetLayoutIsFittedAndScoredOnItsOwnConversions) {
+  // Conversions of NCHW tensors to row-major (of their transposes) and to channels-last, the
+  // latter twice as slow per element: one classic model per target, each with held-out error,
+  // and predictions that keep them apart.
+  formats::Profile p;
+  p.device.type = "cpu";
+  auto cost = [](const Layout& l, formats::LayoutTarget t, double per_el) {
+    formats::ConversionCost c;
+    c.layout = l;
+    c.target = t;
+    c.median_ms = per_el * static_cast<double>(l.numel()) + 0.002;
+    c.samples_ms = {c.median_ms};
+    return c;
+  };
+  for (std::int64_t c : {8, 16, 32, 64, 96, 128})
+    for (std::int64_t hw : {7, 14, 28}) {
+      Layout nchw = contiguousLayout({1, c, hw, hw});
+      Layout nhwc_view = nchw; // a permuted view: non-contiguous, converted to row-major
+      std::swap(nhwc_view.strides[1], nhwc_view.strides[3]);
+      p.conversion_cost_table.push_back(cost(nhwc_view, formats::LayoutTarget::Contiguous, 1e-6));
+      p.conversion_cost_table.push_back(cost(nchw, formats::LayoutTarget::ChannelsLast, 2e-6));
+    }
+  const formats::Cost fitted = fitCost(p);
+  const formats::CostModelEntry *row = nullptr, *cl = nullptr;
+  for (const auto& e : fitted.cost_model)
+    (e.target == formats::LayoutTarget::ChannelsLast ? cl : row) = &e;
+  ASSERT_TRUE(row && cl);
+  EXPECT_EQ(cl->n_samples, 18);
+  EXPECT_EQ(row->n_samples, 18);
+  EXPECT_NEAR(cl->alpha, 2e-6, 1e-9);
+  EXPECT_NEAR(row->alpha, 1e-6, 1e-9);
+  ASSERT_TRUE(cl->holdout);
+  EXPECT_LT(cl->holdout->mape, 1.0);
+  // The stride-aware model knows row-major outputs only: fitted on those alone.
+  for (const auto& m : fitted.stride_model)
+    for (const auto& path : m.paths)
+      EXPECT_LE(path.n_samples, 18);
+  // A layout measured for one target is not the answer for the other.
+  const Layout unseen = contiguousLayout({1, 48, 21, 21});
+  CostPredictor predictor(fitted);
+  auto to_cl = predictor.predict(unseen, formats::LayoutTarget::ChannelsLast);
+  ASSERT_TRUE(to_cl);
+  EXPECT_EQ(to_cl->model, "classic");
+  EXPECT_NEAR(to_cl->ms, 2e-6 * 48 * 21 * 21 + 0.002, 1e-4);
+  const Layout measured = p.conversion_cost_table[1].layout;
+  EXPECT_EQ(predictor.predict(measured, formats::LayoutTarget::ChannelsLast)->model, "measured");
+  EXPECT_NE(predictor.predict(measured, formats::LayoutTarget::Contiguous)->model, "measured");
+  EXPECT_FALSE(predictor.predict(unseen, formats::LayoutTarget::ChannelsLast3d));
+  // The target round-trips through cost.json.
+  const nlohmann::json j = formats::toJson(fitted);
+  EXPECT_EQ(formats::toJson(formats::costFromJson(j, "c.json")), j);
 }

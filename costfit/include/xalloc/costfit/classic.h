@@ -50,8 +50,9 @@ struct FitOptions {
   std::vector<formats::ConversionCost> also;
 };
 
-/// Fits every (device, dtype group) present in the profile's conversion cost table with the
-/// classic model, and every device with the stride-aware model (stride.h).
+/// Fits every (device, dtype group, target layout) present in the profile's conversion cost
+/// table with the classic model, and every device's row-major conversions with the stride-aware
+/// model (stride.h).
 formats::Cost fitCost(const formats::Profile& profile, const FitOptions& options = {});
 
 /// Scores the cost document's models on an independent profile's measurements (its
@@ -74,7 +75,11 @@ public:
     double allocation_spread_ms = 0;
   };
   /// nullopt when neither the table nor any model covers the layout's device and dtype group.
-  std::optional<Prediction> predict(const formats::Layout& layout) const;
+  /// `target`: the layout the conversion makes; channels-last conversions are predicted by the
+  /// classic model fitted on them (the stride-aware one knows row-major outputs only).
+  std::optional<Prediction>
+  predict(const formats::Layout& layout,
+          formats::LayoutTarget target = formats::LayoutTarget::Contiguous) const;
 
 private:
   const formats::Cost& cost_;

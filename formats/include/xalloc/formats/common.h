@@ -159,7 +159,11 @@ struct ConversionCost {
   std::optional<double> allocation_ms;
   std::optional<double> allocation_spread_ms;
   std::string source = "model"; // "model": a value of the profiled run; "sweep": synthetic
-  std::string key() const { return layout.key(); }
+  /// The layout the conversion makes: row-major (`.contiguous()`, the seed's and every older
+  /// profile's), or channels-last (`.contiguous(memory_format=...)`, a region's entry).
+  LayoutTarget target = LayoutTarget::Contiguous;
+  /// The layout's key, with "->channels_last" (the target) unless the target is row-major.
+  std::string key() const;
 };
 
 // --- JSON mapping ------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ struct FitQuality {
 struct CostModelEntry {
   std::string device = "cpu";
   std::string dtype_group; // element size class: "1-byte", "2-byte", "4-byte", "8-byte"
+  /// The conversions it predicts: those to this layout (row-major unless said otherwise).
+  LayoutTarget target = LayoutTarget::Contiguous;
   double alpha = 0;
   double beta = 0;
   double gamma = 0;

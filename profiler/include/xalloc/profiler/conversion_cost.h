@@ -38,20 +38,29 @@ std::string repeatsTag(int warmup, int repeats);
 /// after it: machines drift (a shared CPU runs 40% slower for seconds at a time), and the ratio
 /// of the two cancels that, where the absolute time cannot. Where the data sits moves the cost
 /// too (cache sets, pages), so the samples are spread over three placements of the source.
-/// `source` is "model" or "sweep".
-formats::ConversionCost measureConversionCost(const at::Tensor& tensor, const std::string& source,
-                                              int warmup, int repeats, TimingStore* db);
+/// `source` is "model" or "sweep". `target`: the memory format the conversion makes (row-major,
+/// or channels-last for a 4-D or 5-D tensor: `.contiguous(memory_format=...)`).
+formats::ConversionCost
+measureConversionCost(const at::Tensor& tensor, const std::string& source, int warmup, int repeats,
+                      TimingStore* db,
+                      formats::LayoutTarget target = formats::LayoutTarget::Contiguous);
+
+/// The memory format of a target layout (Blocked has none: Contiguous).
+c10::MemoryFormat memoryFormatOf(formats::LayoutTarget target);
 
 /// Paired samples of one layout: its conversion, the plain copy timed right after, their ratio.
 struct PairedSamples {
   std::vector<double> ms, ref_ms, ratio;
 };
 
-/// Appends `repeats` paired samples of converting `src` (after `warmup` untimed pairs).
-void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into);
+/// Appends `repeats` paired samples of converting `src` into `format` (after `warmup` untimed
+/// pairs).
+void measurePlacement(const at::Tensor& src, int warmup, int repeats, PairedSamples& into,
+                      c10::MemoryFormat format = c10::MemoryFormat::Contiguous);
 
 struct PassOptions {
   std::string source = "sweep";
+  formats::LayoutTarget target = formats::LayoutTarget::Contiguous; // what each conversion makes
   int passes = 3;
   /// Warm-up and repetitions for a layout (all passes together); default 3 and 15.
   std::function<std::pair<int, int>(const at::Tensor&)> counts;
