@@ -62,8 +62,17 @@ formats::Profile Profiler::run() {
   measureConversions(capture);
   if (o_.measure_consumers)
     measureConsumers(capture);
-  if (o_.measure_regions)
-    measureRegions();
+  if (o_.measure_regions) {
+    // Regions are a measurement of their own: one that cannot be made (a model freezing cannot
+    // take, a region that fails on its own) leaves the rest of the profile standing.
+    try {
+      measureRegions();
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      p_.regions.clear();
+      p_.regions_note = "layout regions not measured: " + what.substr(0, what.find('\n'));
+    }
+  }
   if (o_.sweep)
     measureSweep();
   p_.gpu_idle_events =

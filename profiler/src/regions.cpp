@@ -76,6 +76,22 @@ bool sameLayouts(const std::vector<c10::IValue>& a, const std::vector<c10::IValu
 
 } // namespace
 
+void Profiler::measureEntryConversion(const at::Tensor& t, int rank) {
+  // What a region's entry conversion costs (to channels-last), once per layout, for xcost.
+  const auto target =
+      rank == 5 ? formats::LayoutTarget::ChannelsLast3d : formats::LayoutTarget::ChannelsLast;
+  if (t.dim() != rank || t.is_contiguous(memoryFormatOf(target)) || t.scalar_type() != at::kFloat)
+    return;
+  formats::ConversionCost probe;
+  probe.layout = layoutOf(t);
+  probe.target = target;
+  for (const auto& c : p_.conversion_cost_table)
+    if (c.key() == probe.key())
+      return;
+  p_.conversion_cost_table.push_back(
+      measureConversionCost(t, "model", o_.warmup, o_.repeats, db_.get(), target));
+}
+
 void Profiler::measureRegions() {
   tspass::LoadedModel model = tspass::loadModel(o_.model);
   if (!tspass::isFrozen(model.module) && model.module.is_training()) {
@@ -106,8 +122,12 @@ void Profiler::measureRegions() {
     formats::Region out;
     out.ref = tspass::regionRef(r, index, id++);
     for (const torch::jit::Value* v : tspass::regionEntries(r))
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor())
-        out.entries.push_back(layoutOf(runner.valueOf(trace, v).toTensor()));
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor()) {
+        const at::Tensor& t = runner.valueOf(trace, v).toTensor();
+        out.entries.push_back(layoutOf(t));
+        if (r.rank == 4 || r.rank == 5)
+          measureEntryConversion(t, r.rank);
+      }
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
       if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor())
@@ -138,7 +158,13 @@ void Profiler::measureRegions() {
         for (torch::jit::Value* v : x.inputs)
           inputs.push_back(runner.valueOf(trace, v));
       }
-      const tspass::RegionEdit e = tspass::applyRegionLayout(*x.graph, x.region, c);
+      tspass::RegionEdit e;
+      try {
+        e = tspass::applyRegionLayout(*x.graph, x.region, c);
+      } catch (const std::exception& ex) { // a weight the runtime refuses to pack, say
+        const std::string what = ex.what();
+        e.message = "cannot be rewritten: " + what.substr(0, what.find('\n'));
+      }
       if (i > 0 && !e.applied) {
         c.note = e.message;
         continue;
@@ -183,7 +209,9 @@ void Profiler::measureRegions() {
       for (std::size_t i : live)
         (void)runOnce(*runs[i].fn, inputs);
     const double round_ms = msSince(t0) / std::max(o_.warmup, 2);
-    const Counts counts = budgetedCounts(round_ms, 0, o_.repeats, kPairBudgetMs * 4, 5);
+    // Small regions are timed more often (up to three times --repeats): their gains are a few
+    // percent of a few milliseconds, and paired rounds are cheap there.
+    const Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
     for (int round = 0; round < counts.repeats; ++round) {
       std::vector<std::size_t> order = live;
       std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),

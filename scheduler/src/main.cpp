@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   app.add_flag("--explain", o.explain, "print a table of every site and why it was decided so");
   app.add_option("--min-gain-ms", o.min_gain_ms, "smallest gain worth an edit")
       ->capture_default_str();
+  app.add_option("--min-region-gain", o.min_region_gain,
+                 "smallest gain of a layout region as a fraction of its time (its candidates are "
+                 "timed against each other, paired)")
+      ->capture_default_str();
   app.add_option("--z", o.z, "noise margin in standard errors of the measurements")
       ->capture_default_str();
   app.add_option("--min-relative-gain", o.min_relative_gain,

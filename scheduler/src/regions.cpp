@@ -96,7 +96,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
       const double gain = c.delta_ms ? -*c.delta_ms : as_is.time_ms - c.time_ms;
       const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
                                             std::max<std::int64_t>(p.settings.repeats, 5));
-      const double margin = std::max({floor_ms, o.z * se, o.min_relative_gain * as_is.time_ms});
+      const double margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
       std::string why;
       if (!within(c, o.tolerance))
         why = o.tolerance > 0 && c.output_error

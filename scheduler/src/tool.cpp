@@ -36,12 +36,15 @@ int runXsched(const XschedOptions& o) {
   so.min_gain_ms = o.min_gain_ms;
   so.z = o.z;
   so.min_relative_gain = o.min_relative_gain;
+  so.min_region_gain = o.min_region_gain;
   so.min_model_gain = o.min_model_gain;
   if (o.memory_budget) {
     so.memory_budget_bytes = requireByteSize(*o.memory_budget, "xsched", "--memory-budget");
   }
-  if (o.min_gain_ms < 0 || o.z < 0 || o.min_relative_gain < 0 || o.min_model_gain < 0)
-    throw InputError("xsched", "--min-gain-ms, --min-relative-gain and --z must be non-negative");
+  if (!(o.min_gain_ms >= 0 && o.z >= 0 && o.min_relative_gain >= 0 && o.min_model_gain >= 0 &&
+        o.min_region_gain >= 0))
+    throw InputError("xsched", "--min-gain-ms, --min-relative-gain, --min-region-gain and --z must "
+                               "be non-negative numbers");
   if (!(o.window_safety > 0 && o.window_safety <= 1))
     throw InputError("xsched", "--window-safety must be in (0, 1]");
   if (o.async_workers < 1)

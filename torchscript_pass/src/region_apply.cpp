@@ -121,8 +121,17 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
     }
     LayoutRegion& g = it->second;
     g.convolutions = d.region->convolutions;
-    g.rank = d.region->convolutions == 0 ? 0 : (d.target == formats::LayoutTarget::ChannelsLast3d ? 5 : 4);
-    const RegionEdit e = applyRegionLayout(graph, g, candidateOf(d));
+    g.rank = d.region->convolutions == 0
+                 ? 0
+                 : (d.target == formats::LayoutTarget::ChannelsLast3d ? 5 : 4);
+    RegionEdit e;
+    try {
+      e = applyRegionLayout(graph, g, candidateOf(d));
+    } catch (const std::exception& ex) { // a weight the runtime refuses to pack, say
+      const std::string what = ex.what();
+      e.applied = false;
+      e.message = "cannot be rewritten: " + what.substr(0, what.find('\n'));
+    }
     r.status = e.applied ? ApplyStatus::Applied : ApplyStatus::Skipped;
     r.message = nameOf(d) + ": " + (e.applied ? counts(e) : e.message);
     report.results.push_back(std::move(r));

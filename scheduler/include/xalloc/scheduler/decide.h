@@ -47,6 +47,10 @@ struct SchedOptions {
   /// ... and more than this fraction of the time it trades (the consumers it affects and the
   /// conversion itself).
   double min_relative_gain = 0.05;
+  /// ... for a layout region: this fraction of the region's time. Its candidates are timed
+  /// against each other in the same rounds (paired, drift cancels), on its own values, so a
+  /// smaller share repeats; the noise margin still applies.
+  double min_region_gain = 0.02;
   /// ... and at least this fraction of the model's time (its ops' durations summed): smaller
   /// gains are not worth an edit, and they come and go between runs.
   double min_model_gain = 0.001;

@@ -15,6 +15,7 @@ struct XschedOptions {
   double min_gain_ms = 0.001;
   double z = 2.0;
   double min_relative_gain = 0.05;
+  double min_region_gain = 0.02;
   double min_model_gain = 0.001;
   std::optional<std::string> memory_budget; // "512M", "2G", "1048576"
   double window_safety = 0.9;
