@@ -50,8 +50,8 @@ const std::map<std::string, Entry>& table() {
       {"batch_norm", {LayoutFamily::Norm, "", false}},
       // pooling
       {"max_pool2d", {LayoutFamily::Pool, "", true}},
-      {"avg_pool2d", {LayoutFamily::Pool, "", false}},
-      {"adaptive_avg_pool2d", {LayoutFamily::Pool, "", false}},
+      {"avg_pool2d", {LayoutFamily::Pool, "", true}},
+      {"adaptive_avg_pool2d", {LayoutFamily::Pool, "", true}},
       {"max_pool3d", {LayoutFamily::Pool, "", false}},
       {"avg_pool3d", {LayoutFamily::Pool, "", false}},
       {"adaptive_avg_pool3d", {LayoutFamily::Pool, "", false}},

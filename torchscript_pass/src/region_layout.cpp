@@ -4,6 +4,7 @@
 // computes on MKLDNN tensors swapped for their MKLDNN forms, as its frozen-ops-to-MKLDNN pass
 // does, with dense copies for the others.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_set>
 
@@ -323,12 +324,39 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
   }
   // Which ops compute on MKLDNN tensors: convolutions with constant weights, and the ops
   // libtorch's pass takes; the rest of the region reads dense copies.
+  // A value made from a global pooling (a squeeze-and-excitation scale, 1x1 spatially, through
+  // the convolutions and activations after it): multiplied into a
+  // full-size MKLDNN tensor, it is expanded and laid out anew, and libtorch 1.13's MKLDNN
+  // binary ops on two layouts take a slow path (100 ms for one scale at batch 8): such a product
+  // is computed dense.
+  std::unordered_map<const Value*, bool> reduced;
+  std::function<bool(Value*)> pooled = [&](Value* v) {
+    if (auto it = reduced.find(v); it != reduced.end())
+      return it->second;
+    reduced[v] = false;
+    Node* p = v->node();
+    bool out = false;
+    const std::string k = p->kind().toQualString();
+    const LayoutFamily f = layoutFamily(p).family;
+    if (k == "aten::adaptive_avg_pool2d" || k == "aten::mean") {
+      out = true;
+    } else if (f == LayoutFamily::Binary) { // as large as its largest operand
+      out = true;
+      for (std::size_t i : activationInputs(p, f))
+        out = out && pooled(p->input(i));
+    } else if (f != LayoutFamily::None) { // convolutions, activations: the input's extent
+      out = pooled(p->input(0));
+    }
+    return reduced[v] = out;
+  };
   std::unordered_set<Node*> mk;
   for (Node* n : r.nodes) {
     const FamilyInfo f = layoutFamily(n);
     if (!f.mkldnn)
       continue;
     if (f.family == LayoutFamily::Conv && !convParams(n))
+      continue;
+    if (f.family == LayoutFamily::Binary && pooled(n->input(0)) != pooled(n->input(1)))
       continue;
     mk.insert(n);
   }
@@ -439,12 +467,40 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
       mk.insert(m);
       replaceNode(n, m, r.nodes);
     } else if (layoutFamily(n).family == LayoutFamily::Binary) {
-      Node* b =
-          place(g.create(sym("xalloc::broadcast_mkldnn"), {n->input(0), n->input(1)}, 2), n, n);
-      b->output(0)->setType(n->input(0)->type());
-      b->output(1)->setType(n->input(1)->type());
+      Value* a = n->input(0);
+      Value* c = n->input(1);
+      Node* b = place(g.create(sym("xalloc::broadcast_mkldnn"), {a, c}, 2), n, n);
+      b->output(0)->setType(a->type());
+      b->output(1)->setType(c->type());
       n->replaceInput(0, b->output(0));
       n->replaceInput(1, b->output(1));
+      // Out of place, an MKLDNN mul takes libtorch 1.13's slow path (50 ms where the in-place
+      // one takes 1 at batch 8): write into an operand no one reads after it, as libtorch's own
+      // pass does (InplaceMKLDNNSubgraph). Tensor-tensor add and mul (alpha 1) commute.
+      if (!layoutFamily(n).in_place) {
+        auto deadAfter = [&](Value* v) {
+          if (!mk.count(v->node()) && v->node()->kind() != sym("aten::to_mkldnn"))
+            return false; // not a tensor of the region's own making
+          for (const auto& u : v->uses())
+            if (u.user != b && !topLevel(u.user, g.block())->isBefore(n))
+              return false;
+          return true;
+        };
+        const bool first = deadAfter(a), second = !first && deadAfter(c);
+        if (first || second) {
+          if (second) {
+            n->replaceInput(0, b->output(1));
+            n->replaceInput(1, b->output(0));
+          }
+          const std::string inplace = k + "_";
+          Node* m = g.create(sym(inplace.c_str()), n->inputs());
+          place(m, n, n);
+          m->output()->setType(n->output()->type());
+          mk.erase(n);
+          mk.insert(m);
+          replaceNode(n, m, r.nodes);
+        }
+      }
     }
     ++e.blocked_ops;
   }
