@@ -97,8 +97,7 @@ std::optional<formats::LayoutTarget> conversionTarget(const Expr* e) {
 // Any `.contiguous(...)` call, whatever its argument.
 bool isConversionCall(const Expr* e) {
   const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
-  return call && call->getMethodDecl() &&
-         call->getMethodDecl()->getNameAsString() == "contiguous";
+  return call && call->getMethodDecl() && call->getMethodDecl()->getNameAsString() == "contiguous";
 }
 
 // What the rewrite appends for a target: `.contiguous()`, or with libtorch's memory format.
@@ -362,8 +361,9 @@ private:
     if (const auto there = conversionTarget(e); there || isConversionCall(e)) {
       if (there != d.target)
         return otherFormat(d, file, there);
-      note(d.anchor, file, "already " + std::string(formats::toString(d.target)) + ": `" +
-                               d.anchor.expr + "` is a conversion",
+      note(d.anchor, file,
+           "already " + std::string(formats::toString(d.target)) + ": `" + d.anchor.expr +
+               "` is a conversion",
            false);
       ++out_.already;
       return;
