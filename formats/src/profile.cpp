@@ -117,6 +117,20 @@ json toJson(const Record& rec) {
   for (const auto& c : rec.consumers)
     consumers.push_back(toJson(c));
   j["consumers"] = std::move(consumers);
+  if (const auto& f = rec.producer_fusion) {
+    json pf = {{"op", f->op},
+               {"template_input", f->template_input},
+               {"separate_ms", f->separate_ms},
+               {"separate_spread_ms", f->separate_spread_ms},
+               {"fused_ms", f->fused_ms},
+               {"fused_spread_ms", f->fused_spread_ms},
+               {"delta_ms", f->delta_ms},
+               {"delta_spread_ms", f->delta_spread_ms},
+               {"identical_output", f->identical_output}};
+    if (f->output_error)
+      pf["output_error"] = *f->output_error;
+    j["producer_fusion"] = std::move(pf);
+  }
   return j;
 }
 
@@ -149,6 +163,21 @@ Record readRecord(const JsonReader& r) {
   if (auto v = r.find("view_chain"))
     rec.view_chain = v->toStringVector();
   r.at("consumers").forEach([&](const JsonReader& c) { rec.consumers.push_back(readConsumer(c)); });
+  if (auto f = r.find("producer_fusion")) {
+    ProducerFusion pf;
+    pf.op = f->getString("op");
+    pf.template_input = f->at("template_input").toCount();
+    pf.separate_ms = f->at("separate_ms").toNonNegative();
+    pf.separate_spread_ms = f->at("separate_spread_ms").toNonNegative();
+    pf.fused_ms = f->at("fused_ms").toNonNegative();
+    pf.fused_spread_ms = f->at("fused_spread_ms").toNonNegative();
+    pf.delta_ms = f->getNumber("delta_ms");
+    pf.delta_spread_ms = f->at("delta_spread_ms").toNonNegative();
+    pf.identical_output = f->getBool("identical_output", true);
+    if (auto e = f->find("output_error"))
+      pf.output_error = e->toNonNegative();
+    rec.producer_fusion = std::move(pf);
+  }
   return rec;
 }
 

@@ -82,6 +82,8 @@ json toJson(const Decision& d) {
     j["packed"] = true;
   if (d.region)
     j["region"] = toJson(*d.region);
+  if (d.fused_template_input)
+    j["fused_into_producer"] = {{"template_input", *d.fused_template_input}};
   return j;
 }
 
@@ -120,6 +122,12 @@ Decision readDecision(const JsonReader& r) {
                         "channels_last (convolutions) or contiguous (linears)");
   if (d.region && (d.action == Action::Async || d.action == Action::Remove))
     r.at("action").fail("a region decision is 'sync' (run the region in its target) or 'none'");
+  if (auto f = r.find("fused_into_producer")) {
+    d.fused_template_input = f->at("template_input").toCount();
+    if (d.action != Action::Sync || d.region || d.target != LayoutTarget::Contiguous)
+      r.at("fused_into_producer")
+          .fail("only a 'sync' decision to 'contiguous' about a value is fused into its producer");
+  }
   if (!d.region && d.target == LayoutTarget::Blocked)
     r.at("target").fail("the blocked layout is for regions (a decision with a 'region')");
   return d;

@@ -60,8 +60,10 @@ formats::Profile Profiler::run() {
   timeOps(capture);
   buildRecords(capture, mutation);
   measureConversions(capture);
-  if (o_.measure_consumers)
+  if (o_.measure_consumers) {
     measureConsumers(capture);
+    measureProducerFusion(capture);
+  }
   if (o_.measure_regions) {
     // Regions are a measurement of their own: one that cannot be made (a model freezing cannot
     // take, a region that fails on its own) leaves the rest of the profile standing.

@@ -64,7 +64,8 @@ inline constexpr int kMeasureMethod = 4;
 // 7: conversion costs say what a fresh output costs (allocation_ms); loop values say what their
 // trips add up to (runs_by_bytes).
 // 8: layout regions of the frozen model, each candidate layout timed.
-inline constexpr int kProfileAnalysis = 8;
+// 9: conversions to channels-last measured; producers fused with their conversion timed.
+inline constexpr int kProfileAnalysis = 9;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 
@@ -125,6 +126,8 @@ private:
   // Layout regions of the model frozen (a copy, frozen as xrewrite --freeze freezes it), each
   // run in isolation on the real inputs in every candidate layout (regions.cpp).
   void measureRegions();
+  // A non-contiguous value's pointwise producer writing it row-major itself (out variant).
+  void measureProducerFusion(const GraphRunner::Trace& t);
   // A region entry's conversion to channels-last (3d), added to the conversion cost table.
   void measureEntryConversion(const at::Tensor& t, int rank);
 

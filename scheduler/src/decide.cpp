@@ -241,6 +241,19 @@ private:
     }
     // A conversion runs wherever its value is made: as often as the producer.
     s.runs = weightedRuns(r, producer.id, producer.id);
+    // Fused into its producer, the conversion's pass is gone: the measured difference comes off.
+    // Only when every consumer gains (all of them then read the row-major output).
+    if (const auto& f = r.producer_fusion;
+        f && !s.constant && !s.program && s.converted == 0 &&
+        s.gaining.size() == r.consumers.size() &&
+        (f->identical_output ||
+         (o_.tolerance > 0 && f->output_error && *f->output_error <= o_.tolerance)) &&
+        -f->delta_ms > std::max(floor_ms_ / s.runs, o_.z * se(f->delta_spread_ms))) {
+      s.fused_template = f->template_input;
+      s.fusion_saving = std::min(-f->delta_ms, cost->ms) * s.runs;
+      cost->ms = std::max(0.0, cost->ms + f->delta_ms);
+      cost->spread_ms = std::hypot(cost->spread_ms, f->delta_spread_ms);
+    }
     s.cost = cost->ms * s.runs;
     s.allocation *= s.runs;
     s.cost_model = cost->model;
@@ -278,7 +291,14 @@ private:
         // Hidden in an idle window, the conversion costs the critical path only the hand-off.
         // Idle windows are moments of one run; a value made in a loop is made at many.
         c.can_async = v->async_allowed && !s.constant && !r.in_loop && !s.gaining.empty() &&
-                      s.saving - o_.async_overhead_ms * s.runs > s.margin;
+                      !s.fused_template && s.saving - o_.async_overhead_ms * s.runs > s.margin;
+        if (d.action == Action::Sync && s.fused_template &&
+            d.consumers.size() == r.consumers.size()) {
+          d.fused_template_input = s.fused_template;
+          d.reason += "; fused into its producer (" + r.producer_fusion->op + " writes it " +
+                      "row-major itself, measured " + fmtMs(s.fusion_saving) +
+                      " faster than converting after it)";
+        }
       }
       c.decision = std::move(d);
       return;
@@ -445,6 +465,8 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       d.reason = o.memory_budget_bytes ? "dropped to stay within the memory budget"
                                        : "dropped by the solver";
     }
+    if (d.action != Action::Sync)
+      d.fused_template_input.reset(); // only a conversion made right after its producer fuses
     s.decisions.push_back(std::move(d));
   }
   // Layout regions (the model frozen): each runs in its fastest measured layout. A value
@@ -457,6 +479,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       dropped_gain += d.predicted_saving_ms - d.predicted_cost_ms;
       d.action = Action::None;
       d.window_id.reset();
+      d.fused_template_input.reset();
       d.reason = "inside layout region " + std::to_string(region) +
                  ", which runs in another layout as a whole";
     }

@@ -138,4 +138,44 @@ expect_error 2 'v1.json: /schema_version: .*before layout targets.*run xsched ag
 [[ ! -e "$WORK/v1.pt" ]] || fail "an old schedule wrote a model"
 expect_error 2 "/decisions/[0-9]+/target: error: expected 'contiguous', 'channels_last'" -- \
   bash -c "sed 's/\"target\": *\"channels_last\"/\"target\": \"nhwc\"/' '$WORK/forced.json' > '$WORK/bad.json' && sed -i 's/\"target\": *\"contiguous\"/\"target\": \"nhwc\"/' '$WORK/bad.json' && xrewrite '$model' -s '$WORK/bad.json' --freeze -o '$WORK/bad.pt'"
+# A conversion fused into its pointwise producer: xprof times it, a forced `sync` marked fused
+# makes the producer write a row-major buffer itself (no aten::contiguous), bit for bit under
+# --exact, and a second run finds it done.
+python3 - "$WORK/heads.py" <<'PY'
+import sys
+open(sys.argv[1], "w").write("""import sys, torch
+class Heads(torch.nn.Module):
+    def forward(self, x, k):
+        b, t, c = x.shape
+        q = x.view(b, t, 4, c // 4).transpose(1, 2) * 0.125
+        return torch.matmul(q, k)
+torch.jit.script(Heads()).save(sys.argv[1])
+torch.save((torch.randn(2, 48, 64), torch.randn(2, 4, 16, 48)), sys.argv[2])
+""")
+PY
+"$XALLOC_PYTHON" "$WORK/heads.py" "$WORK/heads.pt" "$WORK/heads-in.pt"
+xprof "$WORK/heads.pt" --input-file "$WORK/heads-in.pt" "${QUICK[@]}" -o "$WORK/heads.profile.json"
+validate "$WORK/heads.profile.json"
+xcost "$WORK/heads.profile.json" | xsched -o "$WORK/heads.schedule.json"
+python3 - "$WORK/heads.profile.json" "$WORK/heads.schedule.json" "$WORK/heads.fused.json" <<'PY'
+import json, sys
+p, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+f = [r["producer_fusion"] for r in p["records"] if "producer_fusion" in r]
+assert len(f) == 1 and f[0]["op"] == "aten::mul.Scalar_out" and f[0]["template_input"] == 0, f
+mul = [d for d in s["decisions"] if d["anchor"]["op"] == "aten::mul"]
+assert len(mul) == 1, mul
+mul[0]["action"], mul[0]["fused_into_producer"] = "sync", {"template_input": 0}
+json.dump(s, open(sys.argv[3], "w"))
+PY
+validate "$WORK/heads.fused.json"
+xrewrite "$WORK/heads.pt" -s "$WORK/heads.fused.json" --exact --input-file "$WORK/heads-in.pt" \
+  -o "$WORK/heads.opt.pt" --diff >"$WORK/heads.diff" 2>"$WORK/heads.log" || fail "fused: $(cat "$WORK/heads.log")"
+grep -q "aten::mul writes .* row-major itself" "$WORK/heads.log" || fail "not fused: $(cat "$WORK/heads.log")"
+grep -q '^+.*aten::empty_like' "$WORK/heads.diff" || fail "no row-major buffer: $(cat "$WORK/heads.diff")"
+! grep -q '^+.*aten::contiguous' "$WORK/heads.diff" || fail "a separate conversion was written too"
+grep -q "bit-identical" "$WORK/heads.log" || fail "fused: not bit-identical: $(cat "$WORK/heads.log")"
+xrewrite "$WORK/heads.opt.pt" -s "$WORK/heads.fused.json" --check --input-file "$WORK/heads-in.pt" \
+  2>"$WORK/heads.2.log" || fail "fused: a second run changes the model: $(cat "$WORK/heads.2.log")"
+grep -q "already writes its output row-major itself" "$WORK/heads.2.log" ||
+  fail "fused: $(cat "$WORK/heads.2.log")"
 echo "cli.regions: ok"

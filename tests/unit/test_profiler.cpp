@@ -356,3 +356,47 @@ TEST(Profiler, EveryConsumerOfANonContiguousValueIsTimedBothWays) {
 
 // Three ops on two cores: a single-threaded op (one core spare), a 0.5 ms gap of host work, a
 // parallel op (nothing spare), then a last op. Windows are only ever between two ops.
+
+// A non-contiguous value made by a pointwise op is also timed made row-major by the op itself
+// (its out variant), against the op and a conversion; one made by a view is not.
+TEST(Profiler, APointwiseProducerIsTimedWritingRowMajorItself) {
+  const std::string path = tempPath("fusion.pt");
+  torch::jit::Module m("m");
+  m.define(R"JIT(
+def forward(self, x, k):
+    b = x.size(0)
+    q = x.view(b, 64, 4, 16).transpose(1, 2) * 0.125
+    t = x.transpose(1, 2)
+    return torch.matmul(q, k), torch.matmul(t, x)
+)JIT");
+  m.save(path);
+  auto o = quickOptions("mixer");
+  o.model = path;
+  o.inputs.push_back({"x", {2, 64, 64}, "float32", std::nullopt, std::nullopt});
+  o.inputs.push_back({"k", {2, 4, 16, 64}, "float32", std::nullopt, std::nullopt});
+  formats::Profile p = profiler::profileModel(o);
+  const formats::Record* q = nullptr;
+  const formats::Record* t = nullptr;
+  for (const auto& r : p.records) {
+    if (!r.producer_op)
+      continue;
+    const std::string& kind = opById(p, *r.producer_op).kind;
+    if (kind == "aten::mul")
+      q = &r;
+    else if (kind == "aten::transpose" && r.layout.sizes.size() == 3)
+      t = &r;
+  }
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(t, nullptr);
+  EXPECT_FALSE(q->contiguous);
+  ASSERT_TRUE(q->producer_fusion.has_value());
+  const formats::ProducerFusion& f = *q->producer_fusion;
+  EXPECT_EQ(f.op, "aten::mul.Scalar_out");
+  EXPECT_EQ(f.template_input, 0); // the transposed view, with the output's sizes
+  EXPECT_TRUE(f.identical_output);
+  EXPECT_GT(f.separate_ms, 0.0);
+  EXPECT_GT(f.fused_ms, 0.0);
+  EXPECT_FALSE(t->producer_fusion.has_value()); // a view writes nothing
+  EXPECT_NO_THROW(formats::profileFromJson(formats::toJson(p), "p.json"));
+  std::filesystem::remove(path);
+}

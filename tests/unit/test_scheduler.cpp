@@ -4,6 +4,7 @@
 
 #include "xalloc/costfit/classic.h"
 #include "xalloc/error.h"
+#include "xalloc/formats/documents.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/scheduler/tool.h"
 
@@ -482,4 +483,50 @@ TEST(Scheduler, ReadersOfSizesNeitherBlockNorServeAConversion) {
       EXPECT_EQ(d.reason, "aten::stride could not be measured without the conversion");
     }
   }
+}
+
+// A conversion its producer can write itself (the out variant into a row-major buffer, measured
+// faster than converting after it): the decision says so, and its cost is what remains.
+TEST(Scheduler, AConversionFusedIntoItsProducerCostsWhatTheFusionLeaves) {
+  Fixture f;
+  f.p.ops[0].kind = "aten::mul";
+  ProducerFusion pf;
+  pf.op = "aten::mul.Scalar_out";
+  pf.template_input = 0;
+  pf.separate_ms = 1.0;
+  pf.fused_ms = 0.92;
+  pf.delta_ms = -0.08;
+  pf.delta_spread_ms = 0.01;
+  f.v().producer_fusion = pf;
+  Schedule s = makeSchedule(f.p, f.cost);
+  const Decision d = f.decisionFor(s, 10);
+  EXPECT_EQ(d.action, Action::Sync);
+  ASSERT_TRUE(d.fused_template_input.has_value());
+  EXPECT_EQ(*d.fused_template_input, 0);
+  EXPECT_NEAR(d.predicted_cost_ms, 0.1 - 0.08, 1e-9);
+  EXPECT_NE(d.reason.find("fused into its producer"), std::string::npos) << d.reason;
+  // The schedule says it, and reads back the same.
+  const Schedule back = scheduleFromJson(toJson(s), "s.json");
+  EXPECT_EQ(f.decisionFor(back, 10).fused_template_input, d.fused_template_input);
+
+  // Not when the fusion's gain is within its noise.
+  f.v().producer_fusion->delta_spread_ms = 1.0;
+  EXPECT_FALSE(f.decisionFor(makeSchedule(f.p, f.cost), 10).fused_template_input);
+  f.v().producer_fusion->delta_spread_ms = 0.01;
+
+  // Other bits: within the tolerance it fuses, under --exact it converts separately.
+  f.v().producer_fusion->identical_output = false;
+  f.v().producer_fusion->output_error = 1e-6;
+  EXPECT_TRUE(f.decisionFor(makeSchedule(f.p, f.cost), 10).fused_template_input);
+  SchedOptions exact;
+  exact.tolerance = 0;
+  const Decision e = f.decisionFor(makeSchedule(f.p, f.cost, exact), 10);
+  EXPECT_EQ(e.action, Action::Sync);
+  EXPECT_FALSE(e.fused_template_input);
+  EXPECT_NEAR(e.predicted_cost_ms, 0.1, 1e-9);
+
+  // Not when a consumer keeps reading the value as it is: the producer must make it for them.
+  f.v().producer_fusion->identical_output = true;
+  f.v().consumers.push_back(Fixture::consumer(4, 1.0, 1.2)); // slower with a row-major input
+  EXPECT_FALSE(f.decisionFor(makeSchedule(f.p, f.cost), 10).fused_template_input);
 }

@@ -11,6 +11,7 @@
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/linear.h"
+#include "xalloc/tspass/producer_fusion.h"
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/source_info.h"
 
@@ -421,4 +422,68 @@ def forward(self, x):
   auto report2 = applySchedule(g, s2);
   ASSERT_EQ(report2.results.size(), 1u);
   EXPECT_EQ(report2.results[0].status, ApplyStatus::AlreadyApplied) << report2.results[0].message;
+}
+
+// A conversion fused into its producer: aten::mul writes a row-major buffer through its out
+// variant, the consumers read that, results keep their bits, and a second run finds it done.
+TEST(ProducerFusion, APointwiseProducerWritesTheRowMajorValueItself) {
+  const char* src = R"JIT(
+def forward(self, x, k):
+    q = x.transpose(1, 2) * 0.125
+    return torch.matmul(q, k)
+)JIT";
+  auto m = makeModule(src);
+  auto reference = makeModule(src);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  const auto* mul = index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::mul))];
+  auto op = outVariantOf(mul);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(operatorName(*op), "aten::mul.Scalar_out");
+  // A transpose is not pointwise: it has no out variant to fuse into.
+  EXPECT_FALSE(
+      outVariantOf(index.ops()[static_cast<std::size_t>(opOf(index, c10::aten::transpose))]));
+
+  auto s = scheduleFor(index);
+  auto d = syncOf(index, opOf(index, c10::aten::mul), {opOf(index, c10::aten::matmul)});
+  d.fused_template_input = 0;
+  s.decisions.push_back(d);
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty()) << graphText(*g);
+  auto muls = nodesOf(*g, c10::aten::mul);
+  ASSERT_EQ(muls.size(), 1u);
+  EXPECT_TRUE(writesRowMajorItself(muls[0]));
+  EXPECT_EQ(nodesOf(*g, c10::aten::matmul)[0]->input(0), muls[0]->output());
+
+  // The edited graph runs, with the same bits.
+  auto x = at::randn({4, 32, 16});
+  auto k = at::randn({4, 32, 8});
+  EXPECT_TRUE(at::equal(m.forward({x, k}).toTensor(), reference.forward({x, k}).toTensor()));
+
+  const std::string once = graphText(*g);
+  auto again = applySchedule(g, s);
+  EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
+  EXPECT_EQ(graphText(*g), once);
+}
+
+// The producer's output read by an op the decision does not list: it keeps its own layout, and
+// the conversion stays separate.
+TEST(ProducerFusion, AnOutputReadElsewhereIsConvertedSeparately) {
+  auto m = makeModule(R"JIT(
+def forward(self, x, k):
+    q = x.transpose(1, 2) * 0.125
+    return torch.matmul(q, k), q.sum()
+)JIT");
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  auto d = syncOf(index, opOf(index, c10::aten::mul), {opOf(index, c10::aten::matmul)});
+  d.fused_template_input = 0;
+  s.decisions.push_back(d);
+  auto report = applySchedule(g, s);
+  EXPECT_EQ(report.results.at(0).status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_EQ(nodesOf(*g, c10::aten::contiguous).size(), 1u);
+  EXPECT_FALSE(writesRowMajorItself(nodesOf(*g, c10::aten::mul).at(0)));
 }

@@ -13,6 +13,7 @@
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/mutation.h"
+#include "xalloc/tspass/producer_fusion.h"
 
 namespace xalloc::tspass {
 
@@ -220,6 +221,12 @@ private:
     }
     site.producer = producer;
     site.value = v;
+    if (d.target == formats::LayoutTarget::Contiguous && writesRowMajorItself(producer)) {
+      finish(r, ApplyStatus::AlreadyApplied,
+             std::string(producer->kind().toQualString()) +
+                 " already writes its output row-major itself");
+      return false;
+    }
     for (std::int64_t cid : d.consumers) {
       auto it = ops_by_id_.find(cid);
       if (it == ops_by_id_.end()) {
@@ -288,6 +295,8 @@ private:
       if (foldSync(site, r))
         return;
     }
+    if (d.fused_template_input && fuseSync(site, *d.fused_template_input, r))
+      return;
     Node* first = firstConsumer(site);
     // The fast form converts with the runtime's kernel (xalloc::contiguous), the portable one
     // with aten::contiguous.
@@ -300,6 +309,23 @@ private:
            std::string("inserted ") + (fast ? "xalloc" : "aten") + "::contiguous(" +
                valueLabel(site.value) + ") before " + first->kind().toQualString() + "; " +
                std::to_string(site.direct.size()) + " input(s) rewired");
+  }
+
+  // The producer writes the value row-major itself (its out variant into a row-major buffer):
+  // only when the listed consumers are all that read it, since every reader then sees the new
+  // layout, and the producer makes nothing else.
+  bool fuseSync(const Site& site, std::int64_t template_input, ApplyResult& r) {
+    if (site.direct.size() != site.value->uses().size() || site.producer->outputs().size() != 1 ||
+        mutation_.hasWriters(site.value))
+      return false;
+    const std::string op = site.producer->kind().toQualString();
+    const std::string label = valueLabel(site.value);
+    if (!fuseIntoProducer(site.producer, static_cast<std::size_t>(template_input)))
+      return false;
+    finish(r, ApplyStatus::Applied,
+           op + " writes " + label + " row-major itself (its out variant into a row-major " +
+               "buffer): no separate conversion");
+    return true;
   }
 
   // A value computed from constants alone (a frozen model's weight, transposed): its base

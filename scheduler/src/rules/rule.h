@@ -80,6 +80,11 @@ struct SyncSite {
   bool margin_is_floor = false; // the margin is the smallest gain worth an edit, not the noise
   std::string cost_model;       // "classic", "stride", "constant", ...
   std::string made_and_read;    // " (made once and read 20 times ...)" or " (it runs ...)"
+  /// The producer writes the value row-major itself (ProducerFusion, measured faster than a
+  /// separate conversion by more than its noise, within the tolerance): the input its buffer is
+  /// made like, and what that saves per run (already taken off `cost`).
+  std::optional<std::int64_t> fused_template;
+  double fusion_saving = 0;
 
   std::size_t consumers() const { return record.consumers.size(); }
   /// The conversion gains more than its margin.

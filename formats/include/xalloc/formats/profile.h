@@ -47,6 +47,24 @@ struct ConsumerTiming {
   std::string note;   // why it was not measured, when it was not
 };
 
+/// A non-contiguous value made by a pointwise op that has an `out=` variant (aten::mul.out, ...):
+/// the op then and a conversion after it, against the op writing a fresh row-major tensor itself
+/// (its out variant into aten::empty_like(input, memory_format=contiguous_format)), timed in
+/// paired rounds on the value's real inputs.
+struct ProducerFusion {
+  std::string op;                  // the out variant, "aten::mul.out"
+  std::int64_t template_input = 0; // the producer's input with the output's sizes and dtype
+  double separate_ms = 0;          // the op, then aten::contiguous
+  double separate_spread_ms = 0;
+  double fused_ms = 0; // the out variant into a row-major buffer (allocation included)
+  double fused_spread_ms = 0;
+  /// Median and IQR of the paired differences (fused - separate): negative when fusing is faster.
+  double delta_ms = 0;
+  double delta_spread_ms = 0;
+  bool identical_output = true;       // the fused output's bits equal the separate one's
+  std::optional<double> output_error; // when not: max |fused - separate| over max |separate|
+};
+
 /// One tensor value of the profiled program.
 struct Record {
   std::int64_t id = 0;
@@ -75,6 +93,8 @@ struct Record {
   bool module_storage = false;
   std::vector<std::string> view_chain;
   std::vector<ConsumerTiming> consumers;
+  /// Measured when the value is not contiguous and its producer could write it row-major itself.
+  std::optional<ProducerFusion> producer_fusion;
 };
 
 struct ProfileSettings {

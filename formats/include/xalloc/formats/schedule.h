@@ -40,6 +40,11 @@ struct Decision {
   /// Present for a decision about a whole region (action sync: run it in `target`; none: leave
   /// it), whose anchor is that of its first op.
   std::optional<RegionRef> region;
+  /// A sync decision to row-major whose producer writes the value row-major itself (its out
+  /// variant into a row-major buffer; ProducerFusion measured it faster than a separate
+  /// conversion): the producer's input with the output's sizes and dtype, which the buffer is
+  /// made like.
+  std::optional<std::int64_t> fused_template_input;
 };
 
 /// Both decisions are about one expression of a source: the same site (Anchor::sameSite) at the
