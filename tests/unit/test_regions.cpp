@@ -323,3 +323,45 @@ TEST(Regions, PackedConvolutionMatchesAtenAndRejectsBadInput) {
   EXPECT_THROW(p.run(at::randn({2, 4, 9, 9})), c10::Error);
   EXPECT_THROW(runtime::PackedConv(w, b, {1, 1}, {0, 0}, {1, 1}, 8, "swish"), c10::Error);
 }
+
+// A channels-last value turned back into NCHW right before a convolution: run channels-last,
+// the region reads the channels-last value itself and the round trip is gone, with the same
+// bits.
+TEST(Regions, AChannelsLastRoundTripBeforeTheRegionIsRemoved) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%self : Tensor, %x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %cl : int = prim::Constant[value=2]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %xc : Tensor = aten::contiguous(%x, %cl)
+  %xr : Tensor = aten::contiguous(%xc, %zero)
+  %c : Tensor = aten::conv2d(%xr, %w, %none, %s, %s, %s, %one)
+  %y : Tensor = aten::relu(%c)
+  return (%y))IR",
+                      g.get());
+  const auto before = g->copy();
+  auto regions = findLayoutRegions(*g, {4, 4});
+  ASSERT_EQ(regions.size(), 1u);
+  const RegionEdit e = applyRegionLayout(*g, regions[0], candidate(LayoutTarget::ChannelsLast));
+  ASSERT_TRUE(e.applied) << e.message;
+  EXPECT_EQ(e.removed_conversions, 1);
+  const torch::jit::Node* conv = nullptr;
+  for (const auto* n : g->nodes())
+    if (n->kind() == c10::aten::conv2d)
+      conv = n;
+  ASSERT_NE(conv, nullptr);
+  const torch::jit::Node* entry = conv->input(0)->node();
+  ASSERT_EQ(entry->kind(), c10::aten::contiguous);
+  EXPECT_EQ(entry->input(0)->node()->kind(), c10::aten::contiguous); // %xc itself
+  EXPECT_FALSE(isRowMajorContiguousCall(entry->input(0)->node())) << graphText(*g);
+  std::size_t row_major = 0;
+  for (const auto* n : g->nodes())
+    row_major += isRowMajorContiguousCall(n);
+  EXPECT_EQ(row_major, 1u) << graphText(*g); // the exit's, none at the entry
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({2, 8, 12, 12}),
+                                    at::randn({16, 8, 3, 3})};
+  EXPECT_TRUE(at::equal(run(g, in).toTensor(), run(before, in).toTensor()));
+}

@@ -16,6 +16,7 @@
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/layout_families.h"
 #include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/rewrite.h"
 
 namespace xalloc::tspass {
 
@@ -295,10 +296,22 @@ RegionEdit applyChannelsLast(torch::jit::Graph& g, LayoutRegion& r,
     for (const auto& u : v->uses())
       if (in.count(u.user) && (!first || u.user->isBefore(first)))
         first = u.user;
-    Node* cn = place(contiguousNode(g, v, mf), first, first);
+    // An entry made row-major by an aten::contiguous only the region reads (a channels-last
+    // value turned back into NCHW before a convolution): the entry converts that conversion's
+    // source instead, and the round trip goes (no copy at all when the source is channels-last).
+    Node* made = v->node();
+    const bool round_trip =
+        isRowMajorContiguousCall(made) &&
+        std::all_of(v->uses().begin(), v->uses().end(),
+                    [&](const torch::jit::Use& u) { return in.count(u.user) > 0; });
+    Node* cn = place(contiguousNode(g, round_trip ? made->input(0) : v, mf), first, first);
     for (const auto& u : v->uses())
       if (in.count(u.user))
         u.user->replaceInput(u.offset, cn->output());
+    if (round_trip && !v->hasUses()) {
+      made->destroy();
+      ++e.removed_conversions;
+    }
     ++e.entry_conversions;
   }
   if (c.packed)

@@ -78,7 +78,9 @@ struct RegionEdit {
   std::int64_t packed = 0;         // convolutions now xalloc::conv2d_packed
   std::int64_t fused = 0;          // activations fused into them
   std::int64_t blocked_ops = 0;    // ops now computing on oneDNN's blocked tensors
-  std::string message;             // why nothing was done, when nothing was
+  /// Row-major aten::contiguous calls at its entries that only undid the target layout, gone.
+  std::int64_t removed_conversions = 0;
+  std::string message; // why nothing was done, when nothing was
 };
 
 /// Rewrites region `r` of `graph` in place to run in `c`'s layout: conversions at its entries
