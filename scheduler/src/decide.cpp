@@ -25,10 +25,15 @@ using formats::Decision;
 using formats::Profile;
 using formats::Record;
 
-bool withinTolerance(const formats::ConsumerTiming& c, double tolerance) {
-  if (c.identical_output)
+bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
+                     double tolerance) {
+  if (identical_output)
     return true;
-  return tolerance > 0 && c.output_error && *c.output_error <= tolerance;
+  return tolerance > 0 && output_error && *output_error <= tolerance;
+}
+
+bool withinTolerance(const formats::ConsumerTiming& c, double tolerance) {
+  return withinTolerance(c.identical_output, c.output_error, tolerance);
 }
 
 double medianStandardError(double iqr, std::int64_t n) {
@@ -246,8 +251,7 @@ private:
     if (const auto& f = r.producer_fusion;
         f && !s.constant && !s.program && s.converted == 0 &&
         s.gaining.size() == r.consumers.size() &&
-        (f->identical_output ||
-         (o_.tolerance > 0 && f->output_error && *f->output_error <= o_.tolerance)) &&
+        withinTolerance(f->identical_output, f->output_error, o_.tolerance) &&
         -f->delta_ms > std::max(floor_ms_ / s.runs, o_.z * se(f->delta_spread_ms))) {
       s.fused_template = f->template_input;
       s.fusion_saving = std::min(-f->delta_ms, cost->ms) * s.runs;

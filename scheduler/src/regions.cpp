@@ -19,12 +19,6 @@ using formats::RegionCandidate;
 
 namespace {
 
-bool within(const RegionCandidate& c, double tolerance) {
-  if (c.identical_output)
-    return true;
-  return tolerance > 0 && c.output_error && *c.output_error <= tolerance;
-}
-
 std::string pct(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", 100 * x);
@@ -98,7 +92,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
                                             std::max<std::int64_t>(p.settings.repeats, 5));
       const double margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
       std::string why;
-      if (!within(c, o.tolerance))
+      if (!withinTolerance(c.identical_output, c.output_error, o.tolerance))
         why = o.tolerance > 0 && c.output_error
                   ? "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, " +
                         "beyond the tolerance " + fmtSci(o.tolerance)
