@@ -2,6 +2,7 @@
 #include "xalloc/formats/profile.h"
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +57,12 @@ json toJson(const ConsumerTiming& c) {
     j["noisy"] = true;
   if (!c.note.empty())
     j["note"] = c.note;
+  if (!c.downstream.empty()) {
+    json d = json::array();
+    for (const ConsumerTiming& e : c.downstream)
+      d.push_back(toJson(e));
+    j["downstream"] = std::move(d);
+  }
   return j;
 }
 
@@ -65,7 +72,11 @@ std::optional<double> optionalMs(const JsonReader& r, const char* key) {
   return std::nullopt;
 }
 
-ConsumerTiming readConsumer(const JsonReader& r) {
+// How deep `downstream` may nest: xprof follows a few levels; a document deeper than this was
+// not written by it.
+constexpr int kMaxDownstreamDepth = 8;
+
+ConsumerTiming readConsumer(const JsonReader& r, int depth = 0) {
   ConsumerTiming c;
   c.op_id = r.at("op_id").toCount();
   c.input_index = r.at("input_index").toCount();
@@ -89,6 +100,12 @@ ConsumerTiming readConsumer(const JsonReader& r) {
     c.reads = f->toCount();
   c.noisy = r.getBool("noisy", false);
   c.note = r.getString("note", "");
+  if (auto f = r.find("downstream")) {
+    if (depth >= kMaxDownstreamDepth)
+      f->fail("downstream consumers nested more than " + std::to_string(kMaxDownstreamDepth) +
+              " levels deep");
+    f->forEach([&](const JsonReader& e) { c.downstream.push_back(readConsumer(e, depth + 1)); });
+  }
   return c;
 }
 
@@ -259,12 +276,16 @@ Profile readProfile(const JsonReader& r) {
       e.at("id").fail("duplicate record id " + std::to_string(rec.id));
     if (rec.producer_op && !op_ids.count(*rec.producer_op))
       e.at("producer_op").fail("unknown op id " + std::to_string(*rec.producer_op));
+    // Every consumer's op, and those of the consumers it was followed to, exists.
+    std::function<void(const ConsumerTiming&, const JsonReader&)> check =
+        [&](const ConsumerTiming& c, const JsonReader& at) {
+          if (!op_ids.count(c.op_id))
+            at.at("op_id").fail("unknown op id " + std::to_string(c.op_id));
+          for (std::size_t k = 0; k < c.downstream.size(); ++k)
+            check(c.downstream[k], at.at("downstream").at(k));
+        };
     for (std::size_t i = 0; i < rec.consumers.size(); ++i)
-      if (!op_ids.count(rec.consumers[i].op_id))
-        e.at("consumers")
-            .at(i)
-            .at("op_id")
-            .fail("unknown op id " + std::to_string(rec.consumers[i].op_id));
+      check(rec.consumers[i], e.at("consumers").at(i));
   });
   r.at("conversion_cost_table").forEach([&](const JsonReader& e) {
     p.conversion_cost_table.push_back(readConversionCost(e));

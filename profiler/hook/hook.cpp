@@ -38,6 +38,7 @@
 #include "xalloc/profiler/measure.h"
 #include "xalloc/threads.h"
 
+#include "downstream.h"
 #include "replay.h"
 #include "stacks.h"
 #include "values.h"
@@ -83,6 +84,14 @@ struct Ctx : at::ObserverContext {
   Site* site = nullptr;
   std::uintptr_t user_cfa = 0; // the innermost user frame's CFA: which call of the program
   bool count_only = false;     // a call past the measured ones: only its values are followed
+  /// Re-runs whose outputs had another layout: shadowed once the op has made its own.
+  struct Follow {
+    std::vector<c10::IValue> other;
+    bool to_contiguous;
+    std::int64_t value;
+    xprof_hook::Path path;
+  };
+  std::vector<Follow> follow;
 };
 
 thread_local Clock::time_point tl_last_end;
@@ -121,6 +130,8 @@ public:
       bool to_contiguous;
       std::int64_t value;
       fmt::ConsumerTiming timing;
+      Path path;           // (op, input) from the record's consumer down to this one
+      bool follow = false; // read through a shadow: goes under its parent (Downstream)
     };
     std::vector<Pending> pending;
     auto ctx = std::make_unique<Ctx>();
@@ -162,9 +173,21 @@ public:
           in_ids.push_back(v);
           Value& val = values_[v];
           val.rec.last_use = std::max(val.rec.last_use, site.id);
+          // The output of a consumer whose layout another layout of its input changes: re-run
+          // with the output that layout gives, under that consumer.
+          if (const Shadow* sh = downstream_.find(t)) {
+            Path path = sh->path;
+            path.emplace_back(site.id, static_cast<std::int64_t>(i));
+            if (downstream_.firstVisit(sh->value, path)) {
+              Pending f{i, t, sh->other, sh->to_contiguous, sh->value, {}, std::move(path), true};
+              f.timing.op_id = site.id;
+              f.timing.input_index = static_cast<std::int64_t>(i);
+              pending.push_back(std::move(f));
+            }
+          }
           if (!val.consumers_seen.insert({site.id, static_cast<std::int64_t>(i)}).second)
             return;
-          Pending p{i, t, {}, true, v, {}};
+          Pending p{i, t, {}, true, v, {}, {{site.id, static_cast<std::int64_t>(i)}}, false};
           p.timing.op_id = site.id;
           p.timing.input_index = static_cast<std::int64_t>(i);
           if (!t.is_contiguous()) {
@@ -188,16 +211,26 @@ public:
     }
     // Measured outside the lock: an op may run others on worker threads, which call in here.
     for (auto& p : pending) {
-      if (p.to_contiguous) {
+      if (p.to_contiguous && !p.follow) {
         guarded([&] { p.other = p.tensor.contiguous(); });
       }
+      std::vector<c10::IValue> swapped;
       xprof_hook::replayConsumer(fn, inputs, p.arg, p.tensor, p.other, p.to_contiguous,
-                                 {consumers_, warmup_, repeats_}, p.timing);
+                                 {consumers_, warmup_, repeats_}, p.timing,
+                                 p.path.size() <= Downstream::kDepth ? &swapped : nullptr);
+      if (!swapped.empty()) // its outputs change layout: followed once the op has made them
+        ctx->follow.push_back({std::move(swapped), p.to_contiguous, p.value, p.path});
     }
     if (!pending.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto& p : pending)
-        values_[p.value].rec.consumers.push_back(p.timing);
+      for (auto& p : pending) {
+        if (!p.follow) {
+          values_[p.value].rec.consumers.push_back(p.timing);
+        } else {
+          Path parent(p.path.begin(), p.path.end() - 1);
+          downstream_.add(p.value, std::move(parent), std::move(p.timing));
+        }
+      }
     }
     // Time between the program's previous op and this one: only when that op was recorded too
     // (its end is known); our own work in between is not counted.
@@ -251,6 +284,13 @@ public:
               converted_keys_.insert(prof::layoutOf(t).key()).second)
             to_measure.push_back(t);
         });
+      if (!ctx->follow.empty()) {
+        std::vector<at::Tensor> real;
+        for (const auto& out : outputs)
+          forEachTensor(out, [&](const at::Tensor& t) { real.push_back(t); });
+        for (auto& f : ctx->follow)
+          downstream_.shadow(real, f.other, f.to_contiguous, f.value, f.path);
+      }
       if (site.kind == "aten::contiguous" && !fn.inputs().empty() && fn.inputs()[0].isTensor() &&
           !outputs.empty() && outputs[0].isTensor()) {
         const at::Tensor& src = fn.inputs()[0].toTensor();
@@ -317,6 +357,7 @@ public:
                         {"shared_call", s->shared_call}});
     }
     p.records = values_.finish();
+    downstream_.attach(p.records);
     p.conversion_cost_table = conversions_;
     p.settings.iterations = cap_;
     p.settings.warmup = warmup_;
@@ -412,6 +453,7 @@ private:
   std::unordered_map<std::string, std::unique_ptr<Site>> sites_;
   std::vector<Site*> order_;
   ValueTable values_;
+  Downstream downstream_;
   std::set<std::string> converted_keys_;
   std::vector<fmt::ConversionCost> conversions_;
   std::int64_t total_calls_ = 0;

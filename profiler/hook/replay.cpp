@@ -28,8 +28,8 @@ std::vector<std::size_t> writtenArgs(const at::RecordFunction& fn) {
 
 void replayConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
                     std::size_t arg, const at::Tensor& t, const at::Tensor& other,
-                    bool to_contiguous, const ReplayOptions& o,
-                    xalloc::formats::ConsumerTiming& c) {
+                    bool to_contiguous, const ReplayOptions& o, xalloc::formats::ConsumerTiming& c,
+                    std::vector<c10::IValue>* swapped_out) {
   if (!other.defined()) {
     c.note = "could not make a contiguous copy";
     return;
@@ -83,10 +83,13 @@ void replayConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValu
   };
   try {
     if (prof::compareLayouts([&](bool swap) { return run(swap ? swapped : as_is); }, to_contiguous,
-                             c))
+                             c)) {
       prof::setTimings(prof::timeInterleaved([&] { (void)run(as_is); }, [&] { (void)run(swapped); },
                                              o.warmup, o.repeats),
                        to_contiguous, c);
+      if (!c.same_output_layout && swapped_out)
+        *swapped_out = run(swapped);
+    }
   } catch (const std::exception&) {
     c.note = "failed when timed";
   }

@@ -57,9 +57,11 @@ struct ReplayOptions {
 
 /// Times the consumer `fn` with argument `arg` (the tensor `t`, or a list holding it) as it is
 /// and as `other` (contiguous, or the source of the conversion that produced `t`), and fills
-/// `c`; a note says why when it is not re-run.
+/// `c`; a note says why when it is not re-run. When `other` changes the layout of the op's
+/// outputs, `swapped_out` (if given) gets the outputs `other` gives, to follow them downstream.
 void replayConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
                     std::size_t arg, const at::Tensor& t, const at::Tensor& other,
-                    bool to_contiguous, const ReplayOptions& o, xalloc::formats::ConsumerTiming& c);
+                    bool to_contiguous, const ReplayOptions& o, xalloc::formats::ConsumerTiming& c,
+                    std::vector<c10::IValue>* swapped_out = nullptr);
 
 } // namespace xprof_hook

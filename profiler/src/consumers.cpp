@@ -57,8 +57,16 @@ at::Tensor runLinear(const at::Tensor& x, const at::Tensor& wt, const at::Tensor
 
 } // namespace
 
-bool measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
-                     bool to_contiguous, formats::ConsumerTiming& c) {
+namespace {
+
+// How many levels of consumers whose output layout changes are followed downstream.
+constexpr int kDownstreamDepth = 3;
+
+// measureConsumer for one consumer; `swapped_out` gets the reader's outputs with `other` when
+// they have another layout than as it is (then what runs after the reader is measured too).
+bool measureOne(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
+                bool to_contiguous, formats::ConsumerTiming& c,
+                std::vector<c10::IValue>* swapped_out, const Node** reader_out) {
   const GraphRunner& runner = ctx.runner;
   const GraphRunner::Trace& t = ctx.trace;
   const Node* user = ctx.index.ops()[static_cast<std::size_t>(c.op_id)];
@@ -146,6 +154,10 @@ bool measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   };
   if (!compareLayouts(timed, to_contiguous, c))
     return false;
+  if (!c.same_output_layout) {
+    *swapped_out = run(true);
+    *reader_out = reader;
+  }
   // Correctness is checked on every run; only the timings come from the database.
   const std::string key = "consumer|" + opSignature(reader, as_is) + (linear ? "|linear" : "") +
                           "|swap:" + swap_at + "|" + layoutSignature(other) +
@@ -170,6 +182,44 @@ bool measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tenso
   setTimings(m, to_contiguous, c);
   c.note = via;
   return !hit;
+}
+
+bool measureFollowing(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
+                      bool to_contiguous, formats::ConsumerTiming& c, int depth) {
+  std::vector<c10::IValue> swapped;
+  const Node* reader = nullptr;
+  const bool now = measureOne(ctx, v, other, to_contiguous, c, &swapped, &reader);
+  if (ctx.again || !reader || depth >= kDownstreamDepth)
+    return now;
+  // The reader's output has another layout: each of its consumers re-run with the output the
+  // other layout gives, and so on while outputs keep changing layout.
+  c.downstream.clear();
+  for (std::size_t k = 0; k < reader->outputs().size() && k < swapped.size(); ++k) {
+    const Value* out = reader->output(k);
+    if (!swapped[k].isTensor() || !ctx.runner.hasValue(ctx.trace, out))
+      continue;
+    const at::IValue& as_is = ctx.runner.valueOf(ctx.trace, out);
+    if (!as_is.isTensor() || tspass::sameLayout({as_is}, {swapped[k]}))
+      continue;
+    for (const torch::jit::Use& use : out->uses()) {
+      const std::int64_t id = ctx.index.opId(use.user);
+      if (id < 0)
+        continue; // the graph's return
+      formats::ConsumerTiming d;
+      d.op_id = id;
+      d.input_index = static_cast<std::int64_t>(use.offset);
+      (void)measureFollowing(ctx, out, swapped[k].toTensor(), to_contiguous, d, depth + 1);
+      c.downstream.push_back(std::move(d));
+    }
+  }
+  return now;
+}
+
+} // namespace
+
+bool measureConsumer(const ConsumerContext& ctx, const Value* v, const at::Tensor& other,
+                     bool to_contiguous, formats::ConsumerTiming& c) {
+  return measureFollowing(ctx, v, other, to_contiguous, c, 0);
 }
 
 void measureRecordConsumers(std::vector<formats::Record>& records, const ConsumerContext& ctx,

@@ -65,7 +65,8 @@ inline constexpr int kMeasureMethod = 4;
 // trips add up to (runs_by_bytes).
 // 8: layout regions of the frozen model, each candidate layout timed.
 // 9: conversions to channels-last measured; producers fused with their conversion timed.
-inline constexpr int kProfileAnalysis = 9;
+// 10: consumers whose output changes layout are followed downstream.
+inline constexpr int kProfileAnalysis = 10;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

@@ -88,6 +88,18 @@ grep -n 'auto channels = x.permute({2, 0, 1}).contiguous();' repo/tests/programs
 # --- MinimalGPT: trains to the same loss after the rewrite ---------------------------------------
 xprof run "${RUN[@]}" -p "$XALLOC_BUILD" -o gpt.json -- "$XALLOC_BIN/minigpt_cpp" --steps 3 --eval-iters 1 \
   >/dev/null 2>gpt.err || fail "xprof run minigpt_cpp: $(cat gpt.err)"
+# k's transpose for q @ k^T: made contiguous, k gives the transpose another output layout, and
+# the matmul after it is re-run with that output (followed downstream) rather than left unknown.
+"$XALLOC_PYTHON" - gpt.json <<'PY' || fail "minigpt: the matmul after k's transpose was not followed"
+import json, sys
+p = json.load(open(sys.argv[1]))
+ops = {o["id"]: o for o in p["ops"]}
+followed = [d for r in p["records"] for c in r["consumers"]
+            if ops[c["op_id"]]["kind"] == "aten::transpose" and c["measured"] and not c["same_output_layout"]
+            for d in c.get("downstream", [])
+            if ops[d["op_id"]]["kind"] == "aten::matmul" and d["measured"] and "time_contiguous_ms" in d]
+assert followed, [c for r in p["records"] for c in r["consumers"] if ops[c["op_id"]]["kind"] == "aten::transpose"]
+PY
 xcost gpt.json | xsched -o gpt-schedule.json
 (cd "$XALLOC_SOURCE" && xrewrite -s "$WORK/gpt-schedule.json" -p "$XALLOC_BUILD" \
   --cpp samples/minigpt_cpp/main.cpp -q) >gpt.diff || fail "xrewrite on minigpt_cpp"

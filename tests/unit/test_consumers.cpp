@@ -1,5 +1,6 @@
 // Consumer timings: measured now or from the database, and measured again when a slow moment of
 // the machine disturbed them, keeping the quieter of the two.
+#include <algorithm>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -71,4 +72,67 @@ TEST(Consumers, MeasuredAgainOnlyAQuieterTimingReplacesTheFirst) {
   profiler::measureConsumer(again, v, other, true, noisy);
   EXPECT_NE(noisy.time_as_is_ms, 1.0);
   EXPECT_LT(noisy.delta_spread_ms.value_or(1e9), 1000.0);
+}
+
+// A transpose of a value made contiguous re-strides its output: the transpose itself cannot
+// tell, what reads its output can. The matmul after it is re-run with the output the
+// contiguous value gives, and is where the change shows (the hidden copy of matmul's reshape).
+TEST(Consumers, WhatRunsAfterAConsumerWhoseOutputChangesLayoutIsMeasuredWithThatOutput) {
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module m("M", cu, /*shouldMangle=*/true);
+  m.define("def forward(self, x, q):\n"
+           "    k = x.view(2, 64, 4, 32).transpose(1, 2)\n"
+           "    kt = k.transpose(-2, -1)\n"
+           "    return torch.matmul(q, kt), kt.size(0)\n");
+  auto graph = tspass::inlineMethod(m, "forward");
+  tspass::GraphIndex index(*graph);
+  profiler::GraphRunner runner(index);
+  profiler::GraphRunner::Trace trace;
+  // x is a strided slice (as split makes it): its view keeps the row stride of 3 * 128.
+  const at::Tensor big = at::randn({2, 64, 384});
+  runner.run({m._ivalue(), big.narrow(2, 128, 128), at::randn({2, 4, 64, 32})},
+             {true, false, false}, &trace);
+  // k: the first transpose's output, not contiguous; its consumer is the second transpose.
+  const torch::jit::Node* first = nullptr;
+  for (const torch::jit::Node* n : index.ops())
+    if (n->kind() == c10::aten::transpose && !first)
+      first = n;
+  ASSERT_NE(first, nullptr);
+  const torch::jit::Value* k = first->output();
+  const at::Tensor other = runner.valueOf(trace, k).toTensor().contiguous();
+  profiler::ConsumerContext ctx{runner, index, trace, nullptr, 1, 5};
+  formats::ConsumerTiming c;
+  c.op_id = index.opId(k->uses().front().user);
+  ASSERT_EQ(index.ops()[static_cast<std::size_t>(c.op_id)]->kind(), c10::aten::transpose);
+  profiler::measureConsumer(ctx, k, other, true, c);
+  ASSERT_TRUE(c.measured) << c.note;
+  EXPECT_FALSE(c.same_output_layout);
+  // The transpose's output is read by the matmul and by aten::size: both followed, the matmul
+  // timed with the other output in place, aten::size left unmeasured (it reads no data).
+  ASSERT_EQ(c.downstream.size(), 2u);
+  const formats::ConsumerTiming* mm = nullptr;
+  for (const auto& d : c.downstream)
+    if (index.ops()[static_cast<std::size_t>(d.op_id)]->kind() == c10::aten::matmul)
+      mm = &d;
+  ASSERT_NE(mm, nullptr);
+  EXPECT_TRUE(mm->measured) << mm->note;
+  EXPECT_EQ(mm->input_index, 1);
+  EXPECT_TRUE(mm->time_contiguous_ms.has_value());
+  EXPECT_TRUE(mm->same_output_layout);
+  EXPECT_TRUE(mm->downstream.empty());
+  // The matmul's result is the same computation either way (its bits may differ only by the
+  // order its kernel sums in).
+  EXPECT_TRUE(mm->identical_output || mm->output_error.value_or(1.0) < 1e-5);
+  // A consumer whose output keeps its layout is not followed.
+  formats::ConsumerTiming direct;
+  direct.op_id = index.opId(
+      std::find_if(index.ops().begin(), index.ops().end(),
+                   [](const torch::jit::Node* n) { return n->kind() == c10::aten::matmul; })
+          .
+          operator*());
+  const torch::jit::Value* kt = index.ops()[static_cast<std::size_t>(c.op_id)]->output();
+  profiler::measureConsumer(ctx, kt, runner.valueOf(trace, kt).toTensor().contiguous(), true,
+                            direct);
+  EXPECT_TRUE(direct.measured) << direct.note;
+  EXPECT_TRUE(direct.downstream.empty());
 }

@@ -119,6 +119,29 @@ TEST(Formats, ProfileRoundTripIsExact) {
   EXPECT_EQ(j["schema_version"], 1);
 }
 
+// Consumers followed downstream (what runs after a consumer whose output changes layout) round
+// trip, name ops that exist, and nest no deeper than xprof writes them.
+TEST(Formats, DownstreamConsumersAreCheckedLikeConsumers) {
+  Profile p = sampleProfile();
+  ConsumerTiming d = p.records[0].consumers[0];
+  p.records[0].consumers[0].same_output_layout = false;
+  p.records[0].consumers[0].downstream.push_back(d);
+  json j = toJson(p);
+  EXPECT_EQ(toJson(profileFromJson(j, "p.json")), j);
+  j["records"][0]["consumers"][0]["downstream"][0]["op_id"] = 99;
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /records/0/consumers/0/downstream/0/op_id");
+  ConsumerTiming chain = d; // twelve levels, each followed below the one before
+  for (int i = 0; i < 12; ++i) {
+    ConsumerTiming up = d;
+    up.same_output_layout = false;
+    up.downstream.push_back(chain);
+    chain = up;
+  }
+  p.records[0].consumers[0] = chain;
+  const json deep = toJson(p);
+  EXPECT_NE(profileErrorWhere(deep).find("/downstream"), std::string::npos);
+}
+
 TEST(Formats, OutputIsDeterministicWithSortedKeys) {
   std::string a = dumpDocument(toJson(sampleProfile()), true);
   std::string b = dumpDocument(toJson(sampleProfile()), true);

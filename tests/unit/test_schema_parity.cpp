@@ -49,6 +49,7 @@ std::vector<json> writtenDocuments() {
   Fixture f;
   f.p.ops[0].source = {"m.py", 3, 5, "y = x.t()"};
   f.p.gpu_idle_events.push_back(Fixture::window(0, 1, 0.5));
+  f.p.records[1].consumers[1].downstream.push_back(Fixture::consumer(4, 1.0, 0.9));
   const Schedule s = scheduler::makeSchedule(f.p, f.cost);
   return {toJson(f.p), toJson(f.cost), toJson(s)};
 }
@@ -102,6 +103,14 @@ TEST(SchemaParity, BadDocumentsAreRefusedByBoth) {
       {"a consumer without its op", 0,
        [](json& d) {
          d["records"][1]["consumers"][0].erase("op_id");
+       }},
+      {"a downstream consumer without its op", 0,
+       [](json& d) {
+         d["records"][1]["consumers"][1]["downstream"][0].erase("op_id");
+       }},
+      {"downstream consumers that are not an array", 0,
+       [](json& d) {
+         d["records"][1]["consumers"][1]["downstream"] = json::object();
        }},
       {"an op without its kind", 0,
        [](json& d) {

@@ -45,6 +45,13 @@ struct ConsumerTiming {
   std::optional<std::int64_t> reads;
   bool noisy = false; // a spread above a quarter of its median
   std::string note;   // why it was not measured, when it was not
+  /// When the other layout changes this consumer's output layout (`same_output_layout` false):
+  /// the consumers of that output (op_id, and input_index into its inputs), each re-run with the
+  /// output the other layout gives in place of the output as it is, a few levels deep. What runs
+  /// after a consumer that only re-strides (a transpose of a value made contiguous) is where the
+  /// layout change gains or loses; its timings and error are the whole effect when every
+  /// consumer of the output is here and keeps its own output layout (or is followed again).
+  std::vector<ConsumerTiming> downstream;
 };
 
 /// A non-contiguous value made by a pointwise op that has an `out=` variant (aten::mul.out, ...):

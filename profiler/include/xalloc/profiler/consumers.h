@@ -44,6 +44,10 @@ struct ConsumerContext {
 /// an exposed linear is measured as the linear: as it is, `aten::linear` (what the model runs
 /// while nothing converts the transposed weight); with its transposed weight made contiguous,
 /// `add(matmul(x, contiguous(t(W))), b)`, the ops the rewrite leaves.
+/// When the other layout changes the reader's output layout (a transpose of a value made
+/// contiguous), the consumers of that output are measured the same way with the output the other
+/// layout gives (`downstream`), up to three levels deep: what runs after the reader is where the
+/// change gains or loses.
 /// True when the timings were measured now, false when they came from the database or the
 /// consumer was not timed.
 bool measureConsumer(const ConsumerContext& ctx, const torch::jit::Value* v,
