@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <set>
 
 namespace xalloc::scheduler {
 
@@ -80,6 +82,63 @@ void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& gr
       d.reason +=
           "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";
     }
+}
+
+void resolveOverlaps(const Profile& p, std::vector<Candidate>& cands,
+                     const std::vector<std::vector<std::size_t>>& groups) {
+  std::vector<std::size_t> group_of(cands.size(), 0);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t i : groups[g])
+      group_of[i] = g;
+  // The values made by the ops a conversion was weighed through, and by the ops after them
+  // that the measurement followed (those whose output changed layout again).
+  auto reachedValues = [&](const Candidate& a) {
+    std::set<std::int64_t> values;
+    std::function<void(const formats::ConsumerTiming&)> walk = [&](const auto& c) {
+      if (const formats::Op* op = p.findOp(c.op_id))
+        values.insert(op->outputs.begin(), op->outputs.end());
+      for (const auto& d : c.downstream)
+        if (!d.same_output_layout)
+          walk(d);
+    };
+    const formats::Record* r = p.findRecord(a.decision.value_id);
+    if (r)
+      for (const auto& c : r->consumers)
+        if (std::count(a.through.begin(), a.through.end(), c.op_id))
+          walk(c);
+    return values;
+  };
+  auto net = [](const Candidate& c) {
+    return c.saving - c.cost;
+  };
+  auto drop = [&](std::size_t loser, const Candidate& winner) {
+    for (std::size_t i : groups[group_of[loser]]) {
+      Decision& d = cands[i].decision;
+      if (d.action == formats::Action::None)
+        continue;
+      d.action = formats::Action::None;
+      d.reason = "overlaps the conversion of value " + std::to_string(winner.decision.value_id) +
+                 " (" + fmtMs(net(winner)) + " net), which was weighed through the ops that read " +
+                 "this one; this gains less (" + fmtMs(net(cands[i])) + " net)";
+      cands[i].can_async = false;
+      cands[i].rule = "overlap";
+    }
+  };
+  for (std::size_t a = 0; a < cands.size(); ++a) {
+    if (cands[a].through.empty() || cands[a].decision.action == formats::Action::None)
+      continue;
+    const std::set<std::int64_t> reached = reachedValues(cands[a]);
+    for (std::size_t b = 0; b < cands.size(); ++b) {
+      if (b == a || cands[b].decision.action == formats::Action::None ||
+          !reached.count(cands[b].decision.value_id))
+        continue;
+      if (net(cands[b]) > net(cands[a])) {
+        drop(a, cands[b]);
+        break;
+      }
+      drop(b, cands[a]);
+    }
+  }
 }
 
 } // namespace xalloc::scheduler

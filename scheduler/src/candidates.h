@@ -22,6 +22,10 @@ struct Candidate {
   /// The edit is ruled out whatever it gains: it would change results or what runs after, or it
   /// cannot be judged. Otherwise a `none` only says the gain is too small to be sure of.
   bool veto = false;
+  /// Consumers whose output changes layout with the conversion, weighed by what runs after them
+  /// (SyncSite::through): the values they make are measured as they are now, so a conversion of
+  /// one of those overlaps this one (resolveOverlaps).
+  std::vector<std::int64_t> through;
   formats::Action edit = formats::Action::Sync; // the site's edit: sync, or remove a conversion
   const char* rule = "";                        // the rule that gave the verdict (rules/rules.def)
 };
@@ -44,5 +48,13 @@ std::vector<std::vector<std::size_t>> editGroups(const formats::Profile& p,
 /// large gain nor rides on it unpriced. A group is never async: each call would need its own
 /// window and hand-off.
 void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& group);
+
+/// A conversion weighed through a consumer whose output changes layout with it, and a conversion
+/// of that output (or of an output further down the ops it was followed through), were each
+/// measured with the other not made: together they would count the same consumers twice. Of two
+/// such edits that are made, the one that gains less (net of its cost) becomes `none`, with all
+/// the members of its edit group.
+void resolveOverlaps(const formats::Profile& p, std::vector<Candidate>& cands,
+                     const std::vector<std::vector<std::size_t>>& groups);
 
 } // namespace xalloc::scheduler

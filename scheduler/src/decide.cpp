@@ -142,6 +142,56 @@ private:
     return c.reads ? static_cast<double>(*c.reads) : weightedRuns(r, c.op_id, producer);
   }
 
+  // What a consumer whose output changes layout (`c`, same_output_layout false) leads to: the
+  // summed change of the consumers of its outputs, each re-run with the output the other layout
+  // gives (ConsumerTiming::downstream), its variance, and their time as they are. Nothing when
+  // one of those consumers was not followed, not measured, not within the tolerance, or itself
+  // changes layout and was not followed further: then what the change does is not known. Each
+  // is counted once per read of the value by `c` (what `c` makes, they read).
+  struct After {
+    double delta = 0, var = 0, as_is_ms = 0;
+  };
+  std::optional<After> followed(const formats::ConsumerTiming& c) const {
+    const formats::Op* op = p_.findOp(c.op_id);
+    if (!op || c.downstream.empty())
+      return std::nullopt;
+    rules::OpKinds kinds{p_};
+    After a;
+    std::size_t reached = 0;
+    for (std::int64_t out : op->outputs) {
+      const Record* r = p_.findRecord(out);
+      if (!r)
+        continue;
+      for (const auto& e : r->consumers) {
+        if (kinds.readsOnlySizes(e.op_id))
+          continue;
+        const auto d = std::find_if(c.downstream.begin(), c.downstream.end(), [&](const auto& x) {
+          return x.op_id == e.op_id && x.input_index == e.input_index;
+        });
+        if (d == c.downstream.end() || !d->measured || !d->time_contiguous_ms ||
+            !withinTolerance(*d, o_.tolerance))
+          return std::nullopt;
+        const auto [dd, dv] =
+            layoutChange(*d, *d->time_contiguous_ms, d->time_contiguous_spread_ms);
+        if (!d->same_output_layout) {
+          const auto further = followed(*d);
+          if (!further)
+            return std::nullopt;
+          a.delta += further->delta;
+          a.var += further->var;
+          a.as_is_ms += further->as_is_ms;
+        }
+        a.delta += dd;
+        a.var += dv;
+        a.as_is_ms += d->time_as_is_ms;
+        ++reached;
+      }
+    }
+    if (reached == 0)
+      return std::nullopt;
+    return a;
+  }
+
   // A program's site: how often its value is made and read in the program's run, when not once.
   static std::string madeAndRead(double made, double read) {
     if (made == 1 && read == 1)
@@ -206,13 +256,20 @@ private:
         ++s.differing;
         continue;
       }
+      auto [delta, delta_var] = layoutChange(c, *c.time_contiguous_ms, c.time_contiguous_spread_ms);
       if (!c.same_output_layout) {
-        ++s.relayouting;
-        continue;
+        // Its output changes layout: what runs after it was measured too, or nothing is known.
+        const auto after = followed(c);
+        if (!after) {
+          ++s.relayouting;
+          continue;
+        }
+        delta += after->delta;
+        delta_var += after->var;
+        served_ms += after->as_is_ms * readsOf(r, c, producer.id);
+        s.through.push_back(c.op_id);
       }
       s.candidates.push_back(c.op_id);
-      const auto [delta, delta_var] =
-          layoutChange(c, *c.time_contiguous_ms, c.time_contiguous_spread_ms);
       // A program's edit converts the value for every consumer, so one that is slower with a
       // contiguous input counts against it; in a graph only the consumers that gain read the copy.
       const double gain = -delta;
@@ -292,6 +349,7 @@ private:
         c.cost = s.cost;
         c.conversions = s.runs;
         c.margin = s.margin;
+        c.through = s.through;
         // Hidden in an idle window, the conversion costs the critical path only the hand-off.
         // Idle windows are moments of one run; a value made in a loop is made at many.
         c.can_async = v->async_allowed && !s.constant && !r.in_loop && !s.gaining.empty() &&
@@ -420,8 +478,10 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   s.ops = p.ops;
   s.gpu_idle_events = p.gpu_idle_events;
   std::vector<Candidate> cands = Decider(p, cost, o).decideAll();
-  for (const auto& group : editGroups(p, cands))
+  const auto groups = editGroups(p, cands);
+  for (const auto& group : groups)
     reconcile(cands, group);
+  resolveOverlaps(p, cands, groups);
 
   auto& m = s.summary;
   for (const auto& op : p.ops)

@@ -10,7 +10,11 @@ std::optional<Verdict> convert(const SyncSite& s) {
   return Verdict{formats::Action::Sync,
                  "saves " + fmtMs(s.saving) + " in " + std::to_string(s.gaining.size()) +
                      " consumer(s) for a " + s.cost_model + " cost of " + fmtMs(s.cost) +
-                     withAllocation(s.allocation) + s.made_and_read,
+                     withAllocation(s.allocation) + s.made_and_read +
+                     (s.through.empty() ? std::string()
+                                        : "; measured through what runs after " +
+                                              std::to_string(s.through.size()) +
+                                              " consumer(s) whose output changes layout with it"),
                  false, Carries::Gaining};
 }
 

@@ -66,8 +66,11 @@ struct SyncSite {
   // Its consumers by what a contiguous input does to them.
   std::vector<std::int64_t> candidates; // measured, same output bits and layout
   std::vector<std::int64_t> gaining;    // those the conversion serves (a program: candidates)
-  std::size_t converted = 0;            // an existing aten::contiguous (a site of its own)
-  std::size_t neutral = 0;              // reads only sizes
+  /// Of `candidates`, those whose output changes layout, weighed by what runs after them
+  /// (ConsumerTiming::downstream).
+  std::vector<std::int64_t> through;
+  std::size_t converted = 0; // an existing aten::contiguous (a site of its own)
+  std::size_t neutral = 0;   // reads only sizes
   std::size_t unmeasured = 0, differing = 0, relayouting = 0;
   double saving = 0;            // ms per run of the model, summed over `gaining`
   double reads = 0;             // times `gaining` read the value in one run

@@ -5,7 +5,8 @@
 namespace xalloc::scheduler::rules {
 
 std::optional<Verdict> views(const SyncSite& s) {
-  if (s.worth() || s.candidates.empty() || !s.ops.allViews(s.candidates))
+  // A view followed to what reads its output (SyncSite::through) was weighed by that.
+  if (s.worth() || s.candidates.empty() || !s.through.empty() || !s.ops.allViews(s.candidates))
     return std::nullopt;
   return notWorth(s, "its consumers are views, which read no data");
 }
