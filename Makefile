@@ -60,13 +60,9 @@ profile: tools ## profile MODEL (default: the samples) frozen: OUT/<name>.profil
 rewrite: profile ## rewrite it: OUT/<name>.opt.pt, its graph diff, and its time against the original and the peer
 	@$(PIPELINE) rewrite $(MODELS)
 
-rewrite-cpp: tools ## the C++ path: xprof run on minigpt_cpp, then print the patch for its sources
+rewrite-cpp: tools ## the C++ path on minigpt_cpp: profile, decide, print the patch, build it and time it against the original
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook
-	@mkdir -p $(OUT)
-	$(BIN)/xprof run -p $(BUILD_DIR) -o $(OUT)/minigpt_cpp.profile.json -- $(BIN)/minigpt_cpp --steps 5
-	$(BIN)/xcost $(OUT)/minigpt_cpp.profile.json -o $(OUT)/minigpt_cpp.cost.json
-	$(BIN)/xsched --profile $(OUT)/minigpt_cpp.profile.json --cost $(OUT)/minigpt_cpp.cost.json -o $(OUT)/minigpt_cpp.schedule.json --explain
-	$(BIN)/xrewrite -s $(OUT)/minigpt_cpp.schedule.json -p $(BUILD_DIR) --cpp samples/minigpt_cpp/main.cpp
+	@BIN=$(BIN) BUILD=$(BUILD_DIR) OUT=$(OUT) THREADS=$(THREADS) bash scripts/rewrite-cpp.sh
 
 test: build ## build and run the test suite
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
