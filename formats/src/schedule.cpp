@@ -124,9 +124,11 @@ Decision readDecision(const JsonReader& r) {
     r.at("action").fail("a region decision is 'sync' (run the region in its target) or 'none'");
   if (auto f = r.find("fused_into_producer")) {
     d.fused_template_input = f->at("template_input").toCount();
-    if (d.action != Action::Sync || d.region || d.target != LayoutTarget::Contiguous)
+    if ((d.action != Action::Sync && d.action != Action::Remove) || d.region ||
+        d.target != LayoutTarget::Contiguous)
       r.at("fused_into_producer")
-          .fail("only a 'sync' decision to 'contiguous' about a value is fused into its producer");
+          .fail("only a 'sync' or 'remove' decision to 'contiguous' about a value is fused into "
+                "its producer");
   }
   if (!d.region && d.target == LayoutTarget::Blocked)
     r.at("target").fail("the blocked layout is for regions (a decision with a 'region')");

@@ -435,9 +435,46 @@ private:
         c.margin = s.margin;
       }
       c.decision = std::move(d);
+      if (c.decision.action != Action::Remove)
+        fuseExisting(r, conv, s, c);
       return;
     }
     XALLOC_EXPECTS(false, "the last remove rule decides every site");
+  }
+
+  // An existing row-major conversion kept, whose input only it reads and a pointwise producer
+  // makes: when the producer writing row-major itself (ProducerFusion) was measured faster than
+  // the producer and this conversion, by more than the noise and within the tolerance, the
+  // conversion goes and the producer writes what its readers read. Their input keeps its layout
+  // and (within the tolerance) its values, so nothing they do changes.
+  void fuseExisting(const Record& r, const formats::Op& conv, const rules::RemoveSite& s,
+                    Candidate& c) const {
+    const Record* in = s.input;
+    if (!in || !in->producer_fusion || in->has_writers || r.has_writers || !r.contiguous ||
+        in->consumers.size() != 1 || in->consumers.front().op_id != conv.id ||
+        p_.model.format == formats::ModelFormat::LibtorchProgram || !in->producer_op)
+      return;
+    const formats::ProducerFusion& f = *in->producer_fusion;
+    const double runs = weightedRuns(*in, *in->producer_op, *in->producer_op);
+    const double gain = -f.delta_ms * runs;
+    const double margin = std::max(floor_ms_, o_.z * se(f.delta_spread_ms) * runs);
+    if (!withinTolerance(f.identical_output, f.output_error, o_.tolerance) || !(gain > margin))
+      return;
+    Decision& d = c.decision;
+    d.action = Action::Remove;
+    d.fused_template_input = f.template_input;
+    // As a removal's: the time the conversion took goes (here, what the fusion saves), and the
+    // consumers take no longer.
+    d.predicted_cost_ms = gain;
+    d.predicted_saving_ms = 0;
+    d.reason = "fused into its producer: " + f.op + " writes " + in->name +
+               " row-major itself, measured " + fmtMs(gain) +
+               " faster than it and this conversion, which goes (" + d.reason + ")";
+    c.rule = "fuse-existing";
+    c.veto = false;
+    c.saving = gain;
+    c.cost = 0;
+    c.margin = margin;
   }
 
   const Profile& p_;
@@ -529,8 +566,8 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       d.reason = o.memory_budget_bytes ? "dropped to stay within the memory budget"
                                        : "dropped by the solver";
     }
-    if (d.action != Action::Sync)
-      d.fused_template_input.reset(); // only a conversion made right after its producer fuses
+    if (d.action != Action::Sync && d.action != Action::Remove)
+      d.fused_template_input.reset(); // only a conversion made (or kept) right after its producer
     s.decisions.push_back(std::move(d));
   }
   // Layout regions (the model frozen): each runs in its fastest measured layout. A value

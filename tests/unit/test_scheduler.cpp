@@ -530,3 +530,46 @@ TEST(Scheduler, AConversionFusedIntoItsProducerCostsWhatTheFusionLeaves) {
   f.v().consumers.push_back(Fixture::consumer(4, 1.0, 1.2)); // slower with a row-major input
   EXPECT_FALSE(f.decisionFor(makeSchedule(f.p, f.cost), 10).fused_template_input);
 }
+
+// An existing row-major conversion that its consumers need (kept), whose input only it reads
+// and a pointwise op makes: the op writes row-major itself and the conversion goes, when that
+// was measured faster beyond the noise and within the tolerance.
+TEST(Scheduler, AnExistingConversionIsFusedIntoItsPointwiseProducer) {
+  Fixture f;
+  f.p.ops[0].kind = "aten::mul";
+  f.v().consumers = {Fixture::consumer(3, 0.2, 0.2)};      // the existing aten::contiguous alone
+  f.p.records[2].consumers[0].time_noncontiguous_ms = 1.6; // its reader needs it: kept
+  ProducerFusion pf;
+  pf.op = "aten::mul.Scalar_out";
+  pf.template_input = 0;
+  pf.separate_ms = 1.2;
+  pf.fused_ms = 1.0;
+  pf.delta_ms = -0.2;
+  pf.delta_spread_ms = 0.01;
+  f.v().producer_fusion = pf;
+  const Schedule s = makeSchedule(f.p, f.cost);
+  const Decision& d = f.decisionFor(s, 11);
+  EXPECT_EQ(d.action, Action::Remove) << d.reason;
+  ASSERT_TRUE(d.fused_template_input.has_value());
+  EXPECT_EQ(*d.fused_template_input, 0);
+  EXPECT_NE(d.reason.find("fused into its producer"), std::string::npos) << d.reason;
+  EXPECT_NEAR(s.summary.predicted_time_before_ms - s.summary.predicted_time_after_ms, 0.2, 1e-9);
+  const Schedule back = scheduleFromJson(toJson(s), "s.json");
+  EXPECT_EQ(f.decisionFor(back, 11).fused_template_input, d.fused_template_input);
+  EXPECT_EQ(f.decisionFor(back, 11).action, Action::Remove);
+
+  // Not within the noise, not beyond the tolerance, not when another op reads the input.
+  Fixture noisy = f;
+  noisy.v().producer_fusion->delta_spread_ms = 1.0;
+  EXPECT_EQ(noisy.decisionFor(makeSchedule(noisy.p, noisy.cost), 11).action, Action::None);
+  Fixture bits = f;
+  bits.v().producer_fusion->identical_output = false;
+  bits.v().producer_fusion->output_error = 1e-6;
+  EXPECT_EQ(bits.decisionFor(makeSchedule(bits.p, bits.cost), 11).action, Action::Remove);
+  SchedOptions exact;
+  exact.tolerance = 0;
+  EXPECT_EQ(bits.decisionFor(makeSchedule(bits.p, bits.cost, exact), 11).action, Action::None);
+  Fixture shared = f;
+  shared.v().consumers.push_back(Fixture::consumer(1, 1.0, 1.0));
+  EXPECT_FALSE(shared.decisionFor(makeSchedule(shared.p, shared.cost), 11).fused_template_input);
+}

@@ -468,6 +468,56 @@ def forward(self, x, k):
   EXPECT_EQ(graphText(*g), once);
 }
 
+// An existing conversion after a pointwise op (`(x.transpose(1, 2) * 0.125).contiguous()`):
+// the op writes row-major itself and the conversion goes, with the same bits; a second run
+// finds nothing to do. When the op's output is read elsewhere too, nothing is fused.
+TEST(ProducerFusion, AnExistingConversionAfterAPointwiseOpIsFusedIntoIt) {
+  const char* src = R"JIT(
+def forward(self, x, k):
+    q = (x.transpose(1, 2) * 0.125).contiguous()
+    return torch.matmul(q, k)
+)JIT";
+  auto m = makeModule(src);
+  auto reference = makeModule(src);
+  auto g = inlineMethod(m, "forward");
+  GraphIndex index(*g);
+  auto s = scheduleFor(index);
+  auto d = removeFirstConversion(index);
+  d.fused_template_input = 0;
+  s.decisions.push_back(d);
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty()) << graphText(*g);
+  auto muls = nodesOf(*g, c10::aten::mul);
+  ASSERT_EQ(muls.size(), 1u);
+  EXPECT_TRUE(writesRowMajorItself(muls[0]));
+  EXPECT_EQ(nodesOf(*g, c10::aten::matmul)[0]->input(0), muls[0]->output());
+  auto x = at::randn({4, 32, 16});
+  auto k = at::randn({4, 32, 8});
+  EXPECT_TRUE(at::equal(m.forward({x, k}).toTensor(), reference.forward({x, k}).toTensor()));
+  const std::string once = graphText(*g);
+  auto again = applySchedule(g, s);
+  EXPECT_NE(again.results.at(0).status, ApplyStatus::Applied);
+  EXPECT_EQ(graphText(*g), once);
+
+  auto shared = makeModule(R"JIT(
+def forward(self, x, k):
+    p = x.transpose(1, 2) * 0.125
+    q = p.contiguous()
+    return torch.matmul(q, k), p.sum()
+)JIT");
+  auto h = inlineMethod(shared, "forward");
+  GraphIndex hindex(*h);
+  auto t = scheduleFor(hindex);
+  auto e = removeFirstConversion(hindex);
+  e.fused_template_input = 0;
+  t.decisions.push_back(e);
+  auto skipped = applySchedule(h, t);
+  EXPECT_EQ(skipped.results.at(0).status, ApplyStatus::Skipped) << skipped.results[0].message;
+  EXPECT_EQ(nodesOf(*h, c10::aten::contiguous).size(), 1u);
+}
+
 // The producer's output read by an op the decision does not list: it keeps its own layout, and
 // the conversion stays separate.
 TEST(ProducerFusion, AnOutputReadElsewhereIsConvertedSeparately) {

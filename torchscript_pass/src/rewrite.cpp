@@ -433,6 +433,25 @@ private:
       return finish(r, ApplyStatus::Skipped,
                     "the conversion's input or output is written in place; removing it would "
                     "change what the write affects");
+    if (d.fused_template_input) {
+      // The producer writes row-major itself; the conversion, now of a contiguous tensor, goes.
+      Node* producer = src->node();
+      if (src->uses().size() != 1 || producer->outputs().size() != 1)
+        return finish(r, ApplyStatus::Skipped,
+                      "the conversion's input is read by other ops too: its producer cannot "
+                      "write it row-major for this conversion alone");
+      const std::string op = producer->kind().toQualString();
+      Value* fused = fuseIntoProducer(producer, static_cast<std::size_t>(*d.fused_template_input));
+      if (!fused)
+        return finish(r, ApplyStatus::Skipped,
+                      op + " has no out variant to write " + valueLabel(src) + " row-major");
+      c->output()->replaceAllUsesWith(fused);
+      removed_.insert(c);
+      c->destroy();
+      return finish(r, ApplyStatus::Applied,
+                    op + " writes " + valueLabel(fused) +
+                        " row-major itself; the aten::contiguous after it is removed");
+    }
     for (const torch::jit::Use& u : c->output()->uses())
       if (u.user->kind() == c10::aten::view)
         return finish(r, ApplyStatus::Skipped,

@@ -42,8 +42,9 @@ struct Decision {
   std::optional<RegionRef> region;
   /// A sync decision to row-major whose producer writes the value row-major itself (its out
   /// variant into a row-major buffer; ProducerFusion measured it faster than a separate
-  /// conversion): the producer's input with the output's sizes and dtype, which the buffer is
-  /// made like.
+  /// conversion), or a remove decision of an existing row-major conversion whose input's
+  /// producer then writes row-major itself: the producer's input with the output's sizes and
+  /// dtype, which the buffer is made like.
   std::optional<std::int64_t> fused_template_input;
 };
 
