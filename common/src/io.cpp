@@ -2,11 +2,15 @@
 #include "xalloc/io.h"
 
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -77,8 +81,152 @@ bool writeAll(int fd, std::string_view content) {
 }
 } // namespace
 
-void writeFileAtomic(const std::string& path, std::string_view content) {
-  if (path == "-") {
+// Temp files in flight, for the signal handlers: fixed slots, each a path and a state (0 free,
+// 1 being filled, 2 set), so a handler reads only what is complete, with no allocation.
+namespace {
+constexpr int kTempSlots = 64;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+TempSlot g_temp[kTempSlots];
+std::atomic<bool> g_handlers{false};
+
+int registerTemp(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path))
+    return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp[i].state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
+      g_temp[i].state.store(2);
+      return i;
+    }
+  }
+  return -1; // too many at once: not removed on a signal, still removed on failure
+}
+
+void unregisterTemp(int slot) {
+  if (slot >= 0)
+    g_temp[slot].state.store(0);
+}
+
+extern "C" void removeTempsAndDie(int sig) {
+  for (auto& t : g_temp)
+    if (t.state.load() == 2)
+      ::unlink(t.path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Where a link leads: its target, followed while it is a link (at most 40 times, as the
+// kernel), relative targets taken from the link's folder. A path that is no link is itself.
+std::string followLinks(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  for (int i = 0; i < 40; ++i) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec)))
+      return p.string();
+    fs::path target = fs::read_symlink(p, ec);
+    if (ec)
+      throw InputError(path, "cannot read the link: " + ec.message());
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  throw InputError(path, "too many levels of symbolic links");
+}
+
+// The file a write to `path` lands in: `path` itself, or the file its links lead to (created
+// when the last link dangles).
+std::string resolveOutput(const std::string& path) {
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode))
+    return path;
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf))
+    return buf;
+  return followLinks(path);
+}
+
+std::string folderOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// After a rename, the folder's entry reaches the disk too.
+void syncFolder(const std::string& path) {
+  const int fd = ::open(folderOf(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+} // namespace
+
+void removeTempFilesOnSignals() {
+  if (g_handlers.exchange(true))
+    return;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN)
+      continue; // ignored (nohup): stays ignored
+    struct sigaction sa {};
+    sa.sa_handler = removeTempsAndDie;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+TempFile::TempFile(const std::string& stem) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/" + stem + ".XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0)
+    throw InputError(tmpl, std::string("cannot create temporary file: ") + std::strerror(errno));
+  ::close(fd);
+  path_ = tmpl;
+  slot_ = registerTemp(path_);
+}
+
+TempFile::~TempFile() {
+  ::unlink(path_.c_str());
+  unregisterTemp(slot_);
+}
+
+void checkOutputPath(const std::string& given) {
+  if (given.empty() || given == "-")
+    return;
+  struct stat st {};
+  if (::stat(given.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      throw InputError(given, "is a directory; name a file to write");
+    if (::access(given.c_str(), W_OK) != 0)
+      throw InputError(given, std::string("cannot write: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      return; // a device or a pipe: written in place
+  }
+  const std::string folder = folderOf(resolveOutput(given));
+  struct stat dst {};
+  if (::stat(folder.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    throw InputError(given, "cannot write: folder '" + folder + "' does not exist");
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw InputError(given, "cannot write: folder '" + folder + "': " + std::strerror(errno));
+}
+
+bool samePath(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  if (fs::exists(a, ea) && fs::exists(b, eb))
+    return fs::equivalent(a, b, ea);
+  const fs::path ca = fs::weakly_canonical(resolveOutput(a), ea);
+  const fs::path cb = fs::weakly_canonical(resolveOutput(b), eb);
+  return !ea && !eb && ca == cb;
+}
+
+void writeFileAtomic(const std::string& given, std::string_view content) {
+  if (given == "-") {
     std::cout.write(content.data(), static_cast<std::streamsize>(content.size()));
     std::cout.flush();
     if (!std::cout)
@@ -86,32 +234,40 @@ void writeFileAtomic(const std::string& path, std::string_view content) {
     return;
   }
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
+  bool exists = ::stat(given.c_str(), &st) == 0; // through links, as the kernel follows them
   if (exists && S_ISDIR(st.st_mode))
-    throw InputError(path, "is a directory");
+    throw InputError(given, "is a directory");
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a pipe (/dev/null, /dev/stdout, a FIFO): written in place. Replacing it with
     // a regular file by rename(2) would destroy it.
-    const int fd = ::open(path.c_str(), O_WRONLY);
+    const int fd = ::open(given.c_str(), O_WRONLY);
     if (fd < 0)
-      throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+      throw InputError(given, std::string("cannot open: ") + std::strerror(errno));
     if (!writeAll(fd, content)) {
       const int err = errno;
       ::close(fd);
-      throw InputError(path, std::string("write failed: ") + std::strerror(err));
+      throw InputError(given, std::string("write failed: ") + std::strerror(err));
     }
     ::close(fd);
     return;
   }
+  // A link is followed: its target is replaced, the link stays.
+  const std::string path = resolveOutput(given);
+  exists = ::stat(path.c_str(), &st) == 0;
   std::string tmpl = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
-    throw InputError(path, std::string("cannot create temporary file: ") + std::strerror(errno));
+    throw InputError(given, std::string("cannot create temporary file: ") + std::strerror(errno));
+  const int slot = registerTemp(tmpl);
+  struct Unregister {
+    int slot;
+    ~Unregister() { unregisterTemp(slot); }
+  } unregister{slot};
   if (!writeAll(fd, content)) {
     int err = errno;
     ::close(fd);
     ::unlink(tmpl.c_str());
-    throw InputError(path, std::string("write failed: ") + std::strerror(err));
+    throw InputError(given, std::string("write failed: ") + std::strerror(err));
   }
   // Keep the permissions of a file we replace; a new file gets 0666 minus the umask, like open(2).
   mode_t mode;
@@ -126,13 +282,14 @@ void writeFileAtomic(const std::string& path, std::string_view content) {
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());
-    throw InputError(path, std::string("write failed: ") + std::strerror(err));
+    throw InputError(given, std::string("write failed: ") + std::strerror(err));
   }
   if (::rename(tmpl.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());
-    throw InputError(path, std::string("cannot replace file: ") + std::strerror(err));
+    throw InputError(given, std::string("cannot replace file: ") + std::strerror(err));
   }
+  syncFolder(path);
 }
 
 // --- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------

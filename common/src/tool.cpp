@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "xalloc/error.h"
+#include "xalloc/io.h"
 #include "xalloc/version.h"
 
 namespace xalloc {
@@ -28,6 +29,7 @@ void printNote(const std::string& where, const std::string& message) {
 }
 
 int runGuarded(const std::string& tool, const std::function<int()>& body) {
+  removeTempFilesOnSignals(); // a tool killed mid-write leaves no temp file behind
   try {
     return body();
   } catch (const InputError& e) {

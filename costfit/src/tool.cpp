@@ -163,6 +163,7 @@ int runXcost(const XcostOptions& o) {
     return runPredict(o);
   if (o.folds < 2)
     throw InputError("xcost", "--folds must be at least 2");
+  checkOutputPath(o.output);
   bool from_stdin = inputIsStdin("xcost", o.input, "a profile.json");
   auto set = formats::DocumentSet::read(from_stdin ? "-" : o.input);
   formats::Profile profile =

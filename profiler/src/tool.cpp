@@ -15,6 +15,7 @@
 #include "xalloc/cppsource/anchors.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/io.h"
 #include "xalloc/op_library.h"
 #include "xalloc/profiler/launch.h"
 #include "xalloc/runtime/async.h"
@@ -35,6 +36,7 @@ int runXprof(XprofOptions o) {
     o.profile.sweep_max_bytes = *bytes;
   }
   o.profile.progress = !o.quiet;
+  checkOutputPath(o.output); // before the profile's minutes, not after
   tspass::routeModelWarnings();
   for (const auto& lib : o.op_libraries)
     loadOpLibrary(lib);
@@ -84,6 +86,7 @@ void completeAnchors(formats::Profile& p, const std::string& build_dir, const st
 } // namespace
 
 int runXprofRun(XprofRunOptions o) {
+  checkOutputPath(o.output);
   auto p = profileProgram(o.run);
   if (!o.build_dir.empty())
     completeAnchors(p, o.build_dir, o.run.base_dir, o.quiet);

@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
   app.add_flag("-i,--in-place", o.in_place, "C++: write the patched sources (atomically)");
   app.add_option("--export-fixes", o.export_fixes,
                  "C++: write the edits as clang-apply-replacements YAML");
+  app.add_option("--root", o.roots,
+                 "C++: a folder whose files may be patched too (by default only files under the "
+                 "current folder and the sources' folders are; repeatable)");
   if (auto code = xalloc::parseCommandLine(app, own, argv))
     return *code;
   o.verify = !no_verify;

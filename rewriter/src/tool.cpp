@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -43,9 +44,72 @@ std::string repoRelative(const std::string& path) {
   return ec || rel.empty() || rel.string().rfind("..", 0) == 0 ? path : rel.string();
 }
 
+namespace fs = std::filesystem;
+
+// The folders whose files may be patched: the current one, the sources' own, and --root's.
+std::vector<fs::path> boundary(const XrewriteOptions& o) {
+  std::vector<fs::path> roots;
+  auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
+    roots.push_back(ec ? fs::absolute(p).lexically_normal() : c);
+  };
+  add(fs::current_path());
+  for (const auto& f : o.cpp_files)
+    add(fs::absolute(f).parent_path());
+  for (const auto& r : o.roots) {
+    if (!fs::is_directory(r))
+      throw InputError(r, "--root: not a folder");
+    add(r);
+  }
+  return roots;
+}
+
+bool inside(const fs::path& file, const std::vector<fs::path>& roots) {
+  std::error_code ec;
+  const fs::path f = fs::weakly_canonical(file, ec);
+  for (const auto& root : roots) {
+    auto [r, p] = std::mismatch(root.begin(), root.end(), f.begin(), f.end());
+    if (r == root.end())
+      return true;
+  }
+  return false;
+}
+
+// Edits of files outside the boundary are dropped, each file said once.
+void keepInside(CppRewrite& r, const std::vector<fs::path>& roots) {
+  std::set<std::string> outside;
+  for (const auto& [file, text] : r.after)
+    if (!inside(file, roots))
+      outside.insert(file);
+  if (outside.empty())
+    return;
+  std::size_t dropped = 0;
+  r.edits.erase(std::remove_if(r.edits.begin(), r.edits.end(),
+                               [&](const CppEdit& e) {
+                                 const bool out = outside.count(e.file) > 0;
+                                 dropped += out;
+                                 return out;
+                               }),
+                r.edits.end());
+  for (const auto& file : outside) {
+    r.after.erase(file);
+    r.before.erase(file);
+    r.notes.push_back({file,
+                       "skipped: outside the folders xrewrite patches (the current folder and "
+                       "the sources' folders); --root " +
+                           fs::path(file).parent_path().string() + " to patch it",
+                       true});
+  }
+  r.applied -= std::min(r.applied, dropped);
+  r.skipped += dropped;
+}
+
 int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
+  const auto roots = boundary(o);
   CppRewrite r = rewriteCpp(schedule, o.cpp_files, o.build_dir, o.compiler_args,
                             o.form == formats::RewriteForm::Fast);
+  keepInside(r, roots);
   if (r.matched == 0) {
     // Nothing for these files. Fine when the schedule's files exist but were not given (a
     // pre-commit run on other files); an error when the schedule names none that exists.
@@ -134,8 +198,9 @@ int runXrewrite(const XrewriteOptions& o) {
 
   if (o.output.empty() && !o.check && !o.diff)
     throw InputError("xrewrite", "no output: give -o OUT.pt (or --check / --diff for a dry run)");
-  if (!o.output.empty() && o.output == o.model)
-    throw InputError("xrewrite", "-o names the input model; write to another file");
+  if (!o.output.empty() && samePath(o.output, o.model))
+    throw InputError(o.output, "-o names the input model; write to another file");
+  checkOutputPath(o.output); // before minutes of work, not after
   if (o.verify_runs < 1)
     throw InputError("xrewrite", "--verify-runs must be at least 1");
   bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");

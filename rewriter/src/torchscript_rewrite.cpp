@@ -154,8 +154,22 @@ Verified verifyOutputs(const std::string& a, const std::string& b, const std::st
       inputs.erase(inputs.begin()); // the method call supplies self
       return m.module.get_method(method)(std::move(inputs));
     };
-    c10::IValue out_a = run(ma);
-    c10::IValue out_b = run(mb);
+    // A model that raises says which one, on what, and the error itself (InputError, exit 2).
+    auto runOrSay = [&](tspass::LoadedModel& m, const char* which) {
+      try {
+        return run(m);
+      } catch (const InputError&) {
+        throw;
+      } catch (const std::exception& e) {
+        const std::string on = !fixed   ? "example inputs with seed " + std::to_string(i)
+                               : i == 0 ? "the inputs of " + fixed_file
+                                        : "fresh inputs shaped like those of " + fixed_file;
+        throw InputError(a, std::string(which) + " fails on " + on + ": " + firstLine(e.what()) +
+                                "; nothing was written");
+      }
+    };
+    c10::IValue out_a = runOrSay(ma, "the original model");
+    c10::IValue out_b = runOrSay(mb, "the rewritten model");
     const bool same_bits = tspass::bitwiseEqual(out_a, out_b);
     const double e = same_bits ? 0.0 : tspass::maxRelativeError(out_a, out_b);
     const bool bad = tolerance > 0 ? !(e <= tolerance) : !same_bits;
@@ -343,30 +357,35 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (o.output.empty())
     return kExitOk; // --diff alone: a dry run
 
+  // Nothing changed (no decision applied, nothing frozen): the model as it was, byte for byte,
+  // not the re-serialized one (every method inlined, submodules' methods gone).
+  if (!report.changed() && !froze) {
+    writeFileAtomic(o.output, readFile(o.model));
+    if (!o.quiet)
+      std::cerr << "xrewrite: nothing to change; wrote " << o.output << " as the input model\n";
+    return kExitOk;
+  }
   auto extra = model.extra_files;
   extra[tspass::scheduleFileFor(o.method)] = schedule_text;
-  const std::string tmp = o.output + ".xrewrite-tmp";
+  // Verified from a private temp file (removed on exit and on SIGINT/SIGTERM); the output is
+  // written once, at the end, by the one writer (atomic, links followed, mode kept).
+  const TempFile scratch("xrewrite-model");
+  const std::string& tmp = scratch.path();
   tspass::saveModel(model.module, tmp, extra);
   if (o.verify) {
     if (!verify.missing.empty()) {
       printWarning(o.model, verify.missing);
     } else {
-      Verified v;
-      try {
-        v = verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
-                          verify.file.empty() ? nullptr : &verify.fixed, verify.file, tolerance);
-        if (v.problem.empty()) {
-          // What was measured travels with the model: its stored schedule says it.
-          extra[tspass::scheduleFileFor(o.method)] =
-              withMeasuredError(schedule_text, tolerance, v.error);
-          tspass::saveModel(model.module, tmp, extra);
-        }
-      } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
+      const Verified v =
+          verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
+                        verify.file.empty() ? nullptr : &verify.fixed, verify.file, tolerance);
+      if (v.problem.empty()) {
+        // What was measured travels with the model: its stored schedule says it.
+        extra[tspass::scheduleFileFor(o.method)] =
+            withMeasuredError(schedule_text, tolerance, v.error);
+        tspass::saveModel(model.module, tmp, extra);
       }
       if (!v.problem.empty()) {
-        std::remove(tmp.c_str());
         if (tolerance <= 0)
           throw InputError(o.output, "the rewritten model is not bit-identical to the original "
                                      "(outputs differ " +
@@ -390,10 +409,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
       }
     }
   }
-  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(o.output, "cannot write the rewritten model");
-  }
+  writeFileAtomic(o.output, readFile(tmp));
   if (!o.quiet)
     std::cerr << "xrewrite: wrote " << o.output << "\n";
   return kExitOk;

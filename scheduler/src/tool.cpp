@@ -1,6 +1,7 @@
 // xsched: read a profile and a cost model, decide every site, write schedule.json.
 #include "xalloc/scheduler/tool.h"
 
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 
@@ -41,10 +42,13 @@ int runXsched(const XschedOptions& o) {
   if (o.memory_budget) {
     so.memory_budget_bytes = requireByteSize(*o.memory_budget, "xsched", "--memory-budget");
   }
-  if (!(o.min_gain_ms >= 0 && o.z >= 0 && o.min_relative_gain >= 0 && o.min_model_gain >= 0 &&
-        o.min_region_gain >= 0))
-    throw InputError("xsched", "--min-gain-ms, --min-relative-gain, --min-region-gain and --z must "
-                               "be non-negative numbers");
+  for (const double v : {o.min_gain_ms, o.z, o.min_relative_gain, o.min_model_gain,
+                         o.min_region_gain, o.async_overhead_ms})
+    if (!(v >= 0) || !std::isfinite(v))
+      throw InputError("xsched", "--min-gain-ms, --min-relative-gain, --min-model-gain, "
+                                 "--min-region-gain, --async-overhead-ms and --z must be finite "
+                                 "non-negative numbers");
+  checkOutputPath(o.output);
   if (!(o.window_safety > 0 && o.window_safety <= 1))
     throw InputError("xsched", "--window-safety must be in (0, 1]");
   if (o.async_workers < 1)

@@ -37,7 +37,16 @@ expect_error() {
 # Documents against formats/schema/: valijson (the tests' xalloc-validate) and Python's
 # jsonschema (scripts/validate-schema.py, what users run), two implementations that must agree.
 validate() {
-  "$XALLOC_BIN/xalloc-validate" "$@" && "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "$@"
+  # Both read the documents: stdin ("-") is kept in a file for the second.
+  local args=() a
+  for a in "$@"; do
+    if [[ $a == - ]]; then
+      cat >"$WORK/validate-stdin.json"
+      a="$WORK/validate-stdin.json"
+    fi
+    args+=("$a")
+  done
+  "$XALLOC_BIN/xalloc-validate" "${args[@]}" && "$XALLOC_PYTHON" "$XALLOC_SOURCE/scripts/validate-schema.py" "${args[@]}"
 }
 # The schemas refuse a bad-input fixture that the tools refuse.
 schema_rejects() {

@@ -41,6 +41,9 @@ struct XrewriteOptions {
   std::vector<std::string> compiler_args;
   bool in_place = false;
   std::string export_fixes;
+  /// Folders whose files may be patched besides the current folder and the sources' own
+  /// (--root): a header elsewhere that an anchor's file name matches is skipped, with a warning.
+  std::vector<std::string> roots;
 };
 
 int runXrewrite(const XrewriteOptions& options);
