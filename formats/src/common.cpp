@@ -146,8 +146,8 @@ json toJson(const SourceLoc& v) {
 SourceLoc readSourceLoc(const JsonReader& r) {
   SourceLoc s;
   s.file = r.getString("file", "");
-  s.line = r.getInt("line", 0);
-  s.col = r.getInt("col", 0);
+  s.line = r.find("line") ? r.at("line").toCount() : 0;
+  s.col = r.find("col") ? r.at("col").toCount() : 0;
   s.text = r.getString("text", "");
   return s;
 }
@@ -164,8 +164,8 @@ Anchor readAnchor(const JsonReader& r) {
   a.expr = r.getString("expr");
   a.op = r.getString("op");
   a.ordinal = r.at("ordinal").toCount();
-  a.line = r.getInt("line", 0);
-  a.col = r.getInt("col", 0);
+  a.line = r.find("line") ? r.at("line").toCount() : 0;
+  a.col = r.find("col") ? r.at("col").toCount() : 0;
   return a;
 }
 
@@ -238,7 +238,11 @@ DeviceInfo readDeviceInfo(const JsonReader& r) {
   d.type = r.getString("type");
   d.name = r.getString("name", "");
   d.threads = r.getInt("threads", 1);
+  if (d.threads < 1)
+    r.at("threads").fail("expected a thread count of at least 1");
   d.cores = r.getInt("cores", d.threads);
+  if (d.cores < 1)
+    r.at("cores").fail("expected a core count of at least 1");
   d.copy_bandwidth_gbps = r.getNonNegative("copy_bandwidth_gbps", 0);
   if (auto c = r.find("caches")) {
     d.caches.l1d_bytes = c->getInt("l1d_bytes", 0);
@@ -283,6 +287,8 @@ Op readOp(const JsonReader& r) {
   o.duration_spread_ms = r.getNonNegative("duration_spread_ms", 0);
   o.runs = r.find("runs") ? r.at("runs").toCount() : 1;
   o.utilization = r.getNumber("utilization", 0);
+  if (!(o.utilization >= 0 && o.utilization <= 1))
+    r.at("utilization").fail("expected a number from 0 to 1");
   if (auto i = r.find("inputs"))
     o.inputs = i->toIntVector();
   if (auto out = r.find("outputs"))

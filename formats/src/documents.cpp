@@ -2,6 +2,9 @@
 #include "xalloc/formats/documents.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/json_reader.h"
@@ -88,15 +91,60 @@ std::size_t valueEnd(std::string_view text, std::size_t begin) {
   return std::string_view::npos;
 }
 
+// Refuses a value nested deeper than kMaxJsonDepth before it is parsed: the documents nest a
+// few levels, and the readers (and the JSON library's own destructor) recurse per level.
+void checkDepth(std::string_view text, std::size_t begin, std::size_t end,
+                const std::string& name) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = begin; i < end && i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth)
+        throw InputError(name + ":" + lineCol(text, i),
+                         "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                             " levels; no x-allocator document nests so deep");
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+}
+
+// The one parse of a value: malformed text and numbers out of a double's range become
+// InputError at their place.
+nlohmann::json parseAt(std::string_view text, std::size_t begin, std::size_t end,
+                       const std::string& name) {
+  checkDepth(text, begin, end, name);
+  try {
+    return nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 text.begin() + static_cast<std::ptrdiff_t>(end));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(name + ":" + lineCol(text, begin + (e.byte > 0 ? e.byte - 1 : 0)),
+                     "malformed JSON: " + shortParseMessage(e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // "number overflow parsing '1e999'": no position from the library; the number says where.
+    const std::string what = e.what();
+    const auto q = what.find('\'');
+    const std::string number =
+        q == std::string::npos ? "" : what.substr(q + 1, what.find('\'', q + 1) - q - 1);
+    const auto at = number.empty() ? std::string_view::npos : text.find(number, begin);
+    throw InputError(at == std::string_view::npos ? name : name + ":" + lineCol(text, at),
+                     "number " + (number.empty() ? std::string("") : number + " ") +
+                         "is out of range: larger than a double holds");
+  }
+}
+
 } // namespace
 
 nlohmann::json parseJson(std::string_view text, const std::string& name) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(name + ":" + lineCol(text, e.byte > 0 ? e.byte - 1 : 0),
-                     "malformed JSON: " + shortParseMessage(e.what()));
-  }
+  return parseAt(text, 0, text.size(), name);
 }
 
 std::vector<nlohmann::json> parseJsonStream(std::string_view text, const std::string& name) {
@@ -113,14 +161,7 @@ std::vector<nlohmann::json> parseJsonStream(std::string_view text, const std::st
     std::size_t end = valueEnd(text, pos);
     if (end == std::string_view::npos)
       end = text.size(); // let the parser report what is wrong with the tail
-    try {
-      out.push_back(nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(pos),
-                                          text.begin() + static_cast<std::ptrdiff_t>(end)));
-    } catch (const nlohmann::json::parse_error& e) {
-      std::size_t at = pos + (e.byte > 0 ? e.byte - 1 : 0);
-      throw InputError(name + ":" + lineCol(text, at),
-                       "malformed JSON: " + shortParseMessage(e.what()));
-    }
+    out.push_back(parseAt(text, pos, end, name));
     pos = end;
   }
   return out;
@@ -179,6 +220,24 @@ Schedule scheduleFromJson(const nlohmann::json& doc, const std::string& name) {
 }
 
 std::string dumpDocument(const nlohmann::json& doc, bool compact) {
+  // A number that is not finite would be written as null, which no schema allows: refused,
+  // with where it is (an overflow in what the tool computed from its inputs).
+  std::vector<std::pair<const nlohmann::json*, std::string>> todo{{&doc, ""}};
+  while (!todo.empty()) {
+    auto [v, at] = todo.back();
+    todo.pop_back();
+    if (v->is_number_float() && !std::isfinite(v->get<double>()))
+      throw InputError(schemaOf(doc).empty() ? std::string("output") : schemaOf(doc),
+                       "cannot write " + std::string(at.empty() ? "/" : at) +
+                           ": the number is not finite (the inputs hold values too large to "
+                           "add up)");
+    if (v->is_object())
+      for (auto it = v->begin(); it != v->end(); ++it)
+        todo.emplace_back(&*it, at + "/" + it.key());
+    else if (v->is_array())
+      for (std::size_t i = 0; i < v->size(); ++i)
+        todo.emplace_back(&(*v)[i], at + "/" + std::to_string(i));
+  }
   // nlohmann::json objects are std::map-backed: keys come out sorted, so output is deterministic.
   return compact ? doc.dump() + "\n" : doc.dump(2) + "\n";
 }

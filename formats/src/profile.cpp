@@ -287,6 +287,16 @@ Profile readProfile(const JsonReader& r) {
     for (std::size_t i = 0; i < rec.consumers.size(); ++i)
       check(rec.consumers[i], e.at("consumers").at(i));
   });
+  // An op's inputs and outputs are records of this profile.
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    for (const char* key : {"inputs", "outputs"}) {
+      const auto& ids = std::string(key) == "inputs" ? op.inputs : op.outputs;
+      for (std::size_t k = 0; k < ids.size(); ++k)
+        if (!record_ids.count(ids[k]))
+          r.at("ops").at(i).at(key).at(k).fail("unknown record id " + std::to_string(ids[k]));
+    }
+  }
   r.at("conversion_cost_table").forEach([&](const JsonReader& e) {
     p.conversion_cost_table.push_back(readConversionCost(e));
   });

@@ -81,6 +81,15 @@ void Profiler::buildRecords(const GraphRunner::Trace& t, const tspass::MutationI
               [](const auto& a, const auto& b) { return a.op_id < b.op_id; });
     p_.records.push_back(std::move(r));
   }
+  // An op's inputs and outputs name records: values never made (a branch not taken) have none.
+  std::set<std::int64_t> recorded;
+  for (const Record& r : p_.records)
+    recorded.insert(r.id);
+  for (formats::Op& op : p_.ops)
+    for (auto* ids : {&op.inputs, &op.outputs})
+      ids->erase(std::remove_if(ids->begin(), ids->end(),
+                                [&](std::int64_t id) { return !recorded.count(id); }),
+                 ids->end());
 }
 
 void Profiler::measureConversions(const GraphRunner::Trace& t) {

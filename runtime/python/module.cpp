@@ -1,5 +1,8 @@
 // xalloc._C: the graceful allocator for Python (pybind11). The Python package around it
 // (xalloc/__init__.py) adds the context manager and the op library loader.
+#include <cmath>
+#include <string>
+
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -16,6 +19,16 @@ PYBIND11_MODULE(_C, m) {
       "install",
       [](std::optional<std::int64_t> limit_bytes, std::optional<double> deadline_ms,
          std::optional<int> max_retries, std::optional<std::string> ledger, bool log) {
+        // Checked here too, not only in xalloc.graceful: _C.install is callable on its own.
+        if (limit_bytes && *limit_bytes < 0)
+          throw py::value_error("limit_bytes must not be negative, got " +
+                                std::to_string(*limit_bytes));
+        if (deadline_ms && !(std::isfinite(*deadline_ms) && *deadline_ms >= 0))
+          throw py::value_error("deadline_ms must be a finite number of milliseconds >= 0, got " +
+                                std::to_string(*deadline_ms));
+        if (max_retries && *max_retries < 0)
+          throw py::value_error("max_retries must not be negative, got " +
+                                std::to_string(*max_retries));
         InstallOptions o = InstallOptions::fromEnvironment();
         if (limit_bytes)
           o.limit_bytes = *limit_bytes;

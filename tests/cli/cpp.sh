@@ -156,6 +156,35 @@ grep -q 'converted to channels_last here already, not to contiguous' row.txt ||
   fail "the other memory format is not reported: $(cat row.txt)"
 
 # Bad input: a missing source and one Clang cannot parse.
+# Edits stay inside the folders xrewrite may patch: the current folder, the sources' own, and
+# --root. A header reached through -I elsewhere whose name an anchor matches is skipped, said
+# in a warning, and patched only with --root.
+mkdir -p bound/proj bound/elsewhere
+cat >bound/elsewhere/helper.h <<'H'
+#include <torch/torch.h>
+inline torch::Tensor helperT(const torch::Tensor& k) {
+  auto kt = k.transpose(0, 1);
+  return kt.matmul(k);
+}
+H
+printf '#include "helper.h"\ntorch::Tensor run(const torch::Tensor& k) { return helperT(k); }\n' >bound/proj/main.cpp
+python3 - schedule.json bound/s.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["decisions"][0]
+d["anchor"].update({"file": "helper.h", "function": "helperT", "expr": "k.transpose(0, 1)", "line": 3})
+s["decisions"] = [d]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+(cd bound/proj && xrewrite -s ../s.json --cpp main.cpp -- -std=c++17 -I../../mock -I../elsewhere) >bound.diff 2>bound.txt
+[[ ! -s bound.diff ]] || fail "a header outside the boundary was patched: $(cat bound.diff)"
+grep -q "helper.h: warning: skipped: outside the folders xrewrite patches" bound.txt || fail "no warning: $(cat bound.txt)"
+(cd bound/proj && xrewrite -s ../s.json --cpp main.cpp --in-place -q -- -std=c++17 -I../../mock -I../elsewhere) 2>/dev/null
+grep -q 'auto kt = k.transpose(0, 1);' bound/elsewhere/helper.h || fail "--in-place patched a header outside the boundary"
+(cd bound/proj && xrewrite -s ../s.json --cpp main.cpp --root ../elsewhere -q -- -std=c++17 -I../../mock -I../elsewhere) >bound-root.diff
+grep -q '^+  auto kt = k.transpose(0, 1).contiguous();' bound-root.diff || fail "--root did not let the header be patched: $(cat bound-root.diff)"
+expect_error 2 'nowhere: error: --root: not a folder' -- xrewrite -s bound/s.json --cpp bound/proj/main.cpp --root nowhere -- -std=c++17 -Imock -Ibound/elsewhere
+
 expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
 echo 'int main( {' >broken.cpp
 expect_error 2 '^broken\.cpp: error: cannot parse: .*broken\.cpp:1:' -- xrewrite -s schedule.json --cpp broken.cpp "${FLAGS[@]}"

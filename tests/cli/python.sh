@@ -57,6 +57,28 @@ for bad, err in (("1e30G", ValueError), (True, TypeError), (-1, ValueError), (2.
     except err:
         pass
 
+# The other settings: finite, non-negative, of their type; one-line errors, nothing installed.
+for kwargs, err in (({"deadline_ms": -5}, ValueError), ({"deadline_ms": float("nan")}, ValueError),
+                    ({"deadline_ms": float("inf")}, ValueError), ({"deadline_ms": "5"}, TypeError),
+                    ({"max_retries": -1}, ValueError), ({"max_retries": 2.0}, TypeError),
+                    ({"max_retries": True}, TypeError), ({"ledger": 3}, TypeError)):
+    try:
+        with xalloc.graceful(**kwargs):
+            pass
+        raise SystemExit(f"accepted {kwargs}")
+    except err as e:
+        assert "\n" not in str(e), str(e)
+    assert not xalloc.installed(), kwargs
+for kwargs in ({"deadline_ms": -1.0}, {"max_retries": -3}, {"limit_bytes": -1}):
+    try:
+        xalloc.install(**kwargs)
+        raise SystemExit(f"_C.install accepted {kwargs}")
+    except ValueError:
+        pass
+    assert not xalloc.installed(), kwargs
+with xalloc.graceful(deadline_ms=0, max_retries=0):
+    assert xalloc.installed()
+
 assert xalloc.load_ops().endswith("libxalloc_runtime.so")
 print("python: ok")
 PY

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -42,8 +43,10 @@ Profile sampleProfile() {
     op.source = {"model.py", 10 + i, 5, "y = x.transpose(0, 1)"};
     op.anchor = {"model.py", "forward", "x.transpose(0, 1)", op.kind, 0, 10 + i, 5};
     op.duration_ms = 0.25 * (i + 1);
-    op.inputs = {i};
-    op.outputs = {i + 1};
+    if (i == 2)
+      op.inputs = {2}; // the one record: made by op 1, read by op 2
+    if (i == 1)
+      op.outputs = {2};
     p.ops.push_back(op);
   }
   Record r;
@@ -140,6 +143,43 @@ TEST(Formats, DownstreamConsumersAreCheckedLikeConsumers) {
   p.records[0].consumers[0] = chain;
   const json deep = toJson(p);
   EXPECT_NE(profileErrorWhere(deep).find("/downstream"), std::string::npos);
+}
+
+// An op's inputs and outputs name records of the profile (which no JSON Schema can say).
+TEST(Formats, OpsNameRecordsThatExist) {
+  json j = toJson(sampleProfile());
+  j["ops"][0]["inputs"] = json::array({12345});
+  EXPECT_EQ(profileErrorWhere(j), "p.json: /ops/0/inputs/0");
+  j = toJson(sampleProfile());
+  j["ops"][1]["outputs"] = json::array({-7});
+  EXPECT_NE(profileErrorWhere(j), "<no error>");
+}
+
+// Deep nesting, numbers beyond a double and non-finite numbers to write: clear errors.
+TEST(Formats, DeepNumbersAndNonFiniteValuesAreErrorsWithAPlace) {
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  try {
+    parseJson(deep, "d.json");
+    ADD_FAILURE() << "deep nesting accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "d.json:1:257");
+  }
+  EXPECT_NO_THROW(parseJson(std::string(200, '[') + std::string(200, ']'), "d.json"));
+  try {
+    parseJsonStream("{\"a\": 1}\n{\"b\":\n 1e999}\n", "s.jsonl");
+    ADD_FAILURE() << "1e999 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "s.jsonl:3:2");
+    EXPECT_NE(e.message().find("1e999"), std::string::npos) << e.message();
+  }
+  json doc = toJson(sampleProfile());
+  doc["ops"][0]["duration_ms"] = std::numeric_limits<double>::infinity();
+  try {
+    dumpDocument(doc, false);
+    ADD_FAILURE() << "inf written";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("/ops/0/duration_ms"), std::string::npos) << e.message();
+  }
 }
 
 TEST(Formats, OutputIsDeterministicWithSortedKeys) {
@@ -423,12 +463,60 @@ TEST(Io, AtomicWriteLeavesDevicesAndPipesInPlace) {
   fs::remove_all(dir);
 }
 
+// A link is followed (its target replaced, the link kept, a dangling one's target made); a
+// replaced file keeps its mode; paths are compared as files, not strings; outputs are checked
+// before any work; a TempFile goes when it goes out of scope.
+TEST(Io, OneWriterForEveryOutput) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("xalloc_links_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  const std::string target = (dir / "sub" / "real.json").string();
+  const std::string link = (dir / "link.json").string();
+  fs::create_symlink("sub/real.json", link); // relative, and dangling at first
+  writeFileAtomic(link, "one\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(readFile(target), "one\n");
+  ::chmod(target.c_str(), 0600);
+  writeFileAtomic(link, "two\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(readFile(target), "two\n");
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+
+  EXPECT_TRUE(samePath(link, target));
+  EXPECT_TRUE(samePath(target, (dir / "sub" / ".." / "sub" / "real.json").string()));
+  EXPECT_TRUE(samePath((dir / "new.pt").string(), (dir / "sub" / ".." / "new.pt").string()));
+  EXPECT_FALSE(samePath((dir / "new.pt").string(), target));
+
+  EXPECT_NO_THROW(checkOutputPath("-"));
+  EXPECT_NO_THROW(checkOutputPath((dir / "fresh.json").string()));
+  EXPECT_NO_THROW(checkOutputPath(link));
+  EXPECT_THROW(checkOutputPath(dir.string()), InputError);
+  EXPECT_THROW(checkOutputPath((dir / "missing" / "x.json").string()), InputError);
+
+  std::string temp;
+  {
+    TempFile t("xalloc-test");
+    temp = t.path();
+    EXPECT_TRUE(fs::exists(temp));
+  }
+  EXPECT_FALSE(fs::exists(temp));
+  fs::remove_all(dir);
+}
+
 TEST(Formats, FirstLineSkipsLeadingBlankLines) {
   EXPECT_EQ(firstLine("\nUnknown builtin op: xalloc::contiguous_async.\nHere are some..."),
             "Unknown builtin op: xalloc::contiguous_async.");
   EXPECT_EQ(firstLine("one\ntwo"), "one");
   EXPECT_EQ(firstLine(" \n\n"), "");
   EXPECT_EQ(firstLine(std::string(300, 'x')).size(), 203u);
+  // The TorchScript interpreter's error: its last line is the error itself.
+  EXPECT_EQ(firstLine("The following operation failed in the TorchScript interpreter.\n"
+                      "Traceback of TorchScript (most recent call last):\n"
+                      "  File \"m.py\", line 3, in forward\n"
+                      "RuntimeError: shapes cannot be multiplied (2x3 and 4x5)\n"),
+            "RuntimeError: shapes cannot be multiplied (2x3 and 4x5)");
 }
 
 namespace {

@@ -112,6 +112,26 @@ TEST(SchemaParity, BadDocumentsAreRefusedByBoth) {
        [](json& d) {
          d["records"][1]["consumers"][1]["downstream"] = json::object();
        }},
+      {"no thread", 0,
+       [](json& d) {
+         d["device"]["threads"] = 0;
+       }},
+      {"a negative core count", 0,
+       [](json& d) {
+         d["device"]["cores"] = -2;
+       }},
+      {"a negative source line", 0,
+       [](json& d) {
+         d["ops"][0]["source"]["line"] = -3;
+       }},
+      {"a negative anchor column", 2,
+       [](json& d) {
+         d["decisions"][0]["anchor"]["col"] = -1;
+       }},
+      {"a utilization above 1", 0,
+       [](json& d) {
+         d["ops"][0]["utilization"] = 1.5;
+       }},
       {"an op without its kind", 0,
        [](json& d) {
          d["ops"][0].erase("kind");

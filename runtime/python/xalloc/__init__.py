@@ -30,11 +30,28 @@ def _bytes(value):
     return parse_bytes(value)
 
 
+def _number(name, value, integer):
+    """A finite non-negative number (an int when `integer`), or None; a clear one-line error
+    otherwise, rather than pybind's signature listing."""
+    if value is None:
+        return None
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        what = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {what}, not {value!r}")
+    if not (value >= 0 and value != float("inf")):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return value
+
+
 @contextlib.contextmanager
 def graceful(limit=None, deadline_ms=None, max_retries=None, ledger=None, log=False):
     """Install the graceful allocator for the duration of a `with` block."""
-    install(limit_bytes=_bytes(limit), deadline_ms=deadline_ms, max_retries=max_retries,
-            ledger=ledger, log=log)
+    if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
+        raise TypeError(f"ledger must be a path, not {ledger!r}")
+    install(limit_bytes=_bytes(limit), deadline_ms=_number("deadline_ms", deadline_ms, False),
+            max_retries=_number("max_retries", max_retries, True),
+            ledger=None if ledger is None else os.fspath(ledger), log=bool(log))
     try:
         yield
     finally:

@@ -19,7 +19,11 @@ enum class DocKind { Profile, Cost, Schedule };
 const char* schemaName(DocKind kind);
 std::int64_t schemaVersion(DocKind kind);
 
-/// Parses one JSON value. A syntax error throws InputError("name:line:col", "malformed JSON: …").
+/// How deep a JSON value may nest: deeper text is refused before it is parsed.
+inline constexpr int kMaxJsonDepth = 256;
+
+/// Parses one JSON value. A syntax error throws InputError("name:line:col", "malformed JSON: …");
+/// so do a value nested deeper than kMaxJsonDepth and a number beyond a double's range.
 nlohmann::json parseJson(std::string_view text, const std::string& name);
 
 /// Parses a stream of JSON values: JSON Lines, or documents simply written one after another.
