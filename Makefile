@@ -29,7 +29,7 @@ PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" THREADS=$(THREADS) \
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer fuzz format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -74,6 +74,12 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 bench-peer: build ## original / peer (optimize_for_inference) / ours on public models, one thread
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
+
+FUZZ_SECONDS ?= 60
+fuzz: ## libFuzzer on the document readers, stream, byte sizes, anchors (clang-14, ASan+UBSan): FUZZ_SECONDS each
+	@CXX=clang++-14 CC=clang-14 cmake -S fuzz -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 format: ## clang-format every C++ file in place
 	@git ls-files '*.cpp' '*.h' '*.h.in' '*.cu' | xargs clang-format -i

@@ -357,16 +357,22 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (o.output.empty())
     return kExitOk; // --diff alone: a dry run
 
-  // Nothing changed (no decision applied, nothing frozen): the model as it was, byte for byte,
-  // not the re-serialized one (every method inlined, submodules' methods gone).
-  if (!report.changed() && !froze) {
-    writeFileAtomic(o.output, readFile(o.model));
-    if (!o.quiet)
-      std::cerr << "xrewrite: nothing to change; wrote " << o.output << " as the input model\n";
-    return kExitOk;
-  }
   auto extra = model.extra_files;
   extra[tspass::scheduleFileFor(o.method)] = schedule_text;
+  // Nothing changed (no decision applied, nothing frozen): the model as it was loaded, with its
+  // methods and submodules, not the canonical form the rewrite works on (every method inlined);
+  // only the schedule is stored with it. Its outputs are the original's by construction.
+  if (!report.changed() && !froze) {
+    const tspass::LoadedModel original = tspass::loadModel(o.model);
+    extra[tspass::scheduleFileFor(o.method)] = withMeasuredError(schedule_text, tolerance, 0.0);
+    const TempFile unchanged("xrewrite-model");
+    tspass::saveModel(original.module, unchanged.path(), extra);
+    writeFileAtomic(o.output, readFile(unchanged.path()));
+    if (!o.quiet)
+      std::cerr << "xrewrite: nothing to change; wrote " << o.output
+                << ": the input model as it is, with the schedule stored\n";
+    return kExitOk;
+  }
   // Verified from a private temp file (removed on exit and on SIGINT/SIGTERM); the output is
   // written once, at the end, by the one writer (atomic, links followed, mode kept).
   const TempFile scratch("xrewrite-model");
