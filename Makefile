@@ -29,7 +29,7 @@ PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" THREADS=$(THREADS) \
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer fuzz format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer check-sanitize fuzz format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -74,6 +74,15 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 bench-peer: build ## original / peer (optimize_for_inference) / ours on public models, one thread
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
+
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$(SANITIZE)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+	@cmake --build build-asan -j $(JOBS) --target xalloc_unit_tests
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/xalloc_unit_tests --gtest_brief=1
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_tsan_tests xalloc_asan_tests
+	@$(BIN)/xalloc_tsan_tests --gtest_brief=1 && $(BIN)/xalloc_asan_tests --gtest_brief=1
 
 FUZZ_SECONDS ?= 60
 fuzz: ## libFuzzer on the document readers, stream, byte sizes, anchors (clang-14, ASan+UBSan): FUZZ_SECONDS each
