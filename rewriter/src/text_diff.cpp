@@ -31,7 +31,9 @@ std::vector<Edit> shortestEdit(const std::vector<std::string>& a,
   const int n = static_cast<int>(a.size());
   const int m = static_cast<int>(b.size());
   const int max = n + m;
-  std::vector<int> v(static_cast<std::size_t>(2 * max + 2), 0);
+  // Diagonals k in [-max - 1, max + 1] are read (k + 1 at d = 0 included, even for two empty
+  // texts, where max is 0): 2 * max + 3 slots.
+  std::vector<int> v(static_cast<std::size_t>(2 * max + 3), 0);
   std::vector<std::vector<int>> trace;
   auto at = [&](std::vector<int>& vec, int k) -> int& {
     return vec[static_cast<std::size_t>(k + max + 1)];

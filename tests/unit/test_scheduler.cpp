@@ -80,7 +80,8 @@ TEST(Scheduler, AConstantsConversionIsFreeWhenEveryReaderGains) {
   // A reader that does not gain would see the new layout too: then it is an ordinary,
   // per-call conversion, priced by the cost table.
   f.v().consumers = {Fixture::consumer(1, 1.0, 0.7), Fixture::consumer(2, 1.0, 1.0)};
-  const auto& d2 = f.decisionFor(makeSchedule(f.p, f.cost), 10);
+  const Decision d2 =
+      f.decisionFor(makeSchedule(f.p, f.cost), 10); // a copy: the schedule is a temporary
   EXPECT_NEAR(d2.predicted_cost_ms, 0.1, 1e-12);
 }
 
