@@ -9,6 +9,7 @@
 #include "xalloc/formats/cost.h"
 #include "xalloc/formats/profile.h"
 #include "xalloc/formats/schedule.h"
+#include "xalloc/scheduler/decide.h"
 
 namespace xalloc::testing {
 
@@ -106,5 +107,14 @@ struct Fixture {
     throw std::runtime_error("no decision");
   }
 };
+
+/// The per-site verdict xsched's rules give value `value` of `f`'s profile.
+inline scheduler::SiteVerdict verdictFor(const Fixture& f, std::int64_t value,
+                                         const scheduler::SchedOptions& o = {}) {
+  for (const auto& v : scheduler::siteVerdicts(f.p, f.cost, o))
+    if (v.value_id == value)
+      return v;
+  throw std::runtime_error("no verdict for value " + std::to_string(value));
+}
 
 } // namespace xalloc::testing

@@ -13,16 +13,9 @@ using namespace xalloc;
 using namespace xalloc::formats;
 using namespace xalloc::scheduler;
 using xalloc::testing::Fixture;
+using xalloc::testing::verdictFor;
 
 namespace {
-
-SiteVerdict verdictFor(const Fixture& f, std::int64_t value, const SchedOptions& o = {}) {
-  for (const auto& v : siteVerdicts(f.p, f.cost, o))
-    if (v.value_id == value)
-      return v;
-  ADD_FAILURE() << "no verdict for value " << value;
-  return {};
-}
 
 void expectVerdict(const Fixture& f, std::int64_t value, Action action, const std::string& rule,
                    bool veto) {

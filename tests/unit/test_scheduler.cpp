@@ -486,19 +486,27 @@ TEST(Scheduler, ReadersOfSizesNeitherBlockNorServeAConversion) {
   }
 }
 
+namespace {
+// aten::mul writing row-major itself, timed `fused_ms` against `separate_ms` for the mul and its
+// conversion (spread 0.01 ms), with the same bits.
+ProducerFusion mulFusion(double separate_ms, double fused_ms) {
+  ProducerFusion pf;
+  pf.op = "aten::mul.Scalar_out";
+  pf.template_input = 0;
+  pf.separate_ms = separate_ms;
+  pf.fused_ms = fused_ms;
+  pf.delta_ms = fused_ms - separate_ms;
+  pf.delta_spread_ms = 0.01;
+  return pf;
+}
+} // namespace
+
 // A conversion its producer can write itself (the out variant into a row-major buffer, measured
 // faster than converting after it): the decision says so, and its cost is what remains.
 TEST(Scheduler, AConversionFusedIntoItsProducerCostsWhatTheFusionLeaves) {
   Fixture f;
   f.p.ops[0].kind = "aten::mul";
-  ProducerFusion pf;
-  pf.op = "aten::mul.Scalar_out";
-  pf.template_input = 0;
-  pf.separate_ms = 1.0;
-  pf.fused_ms = 0.92;
-  pf.delta_ms = -0.08;
-  pf.delta_spread_ms = 0.01;
-  f.v().producer_fusion = pf;
+  f.v().producer_fusion = mulFusion(1.0, 0.92);
   Schedule s = makeSchedule(f.p, f.cost);
   const Decision d = f.decisionFor(s, 10);
   EXPECT_EQ(d.action, Action::Sync);
@@ -540,14 +548,7 @@ TEST(Scheduler, AnExistingConversionIsFusedIntoItsPointwiseProducer) {
   f.p.ops[0].kind = "aten::mul";
   f.v().consumers = {Fixture::consumer(3, 0.2, 0.2)};      // the existing aten::contiguous alone
   f.p.records[2].consumers[0].time_noncontiguous_ms = 1.6; // its reader needs it: kept
-  ProducerFusion pf;
-  pf.op = "aten::mul.Scalar_out";
-  pf.template_input = 0;
-  pf.separate_ms = 1.2;
-  pf.fused_ms = 1.0;
-  pf.delta_ms = -0.2;
-  pf.delta_spread_ms = 0.01;
-  f.v().producer_fusion = pf;
+  f.v().producer_fusion = mulFusion(1.2, 1.0);
   const Schedule s = makeSchedule(f.p, f.cost);
   const Decision& d = f.decisionFor(s, 11);
   EXPECT_EQ(d.action, Action::Remove) << d.reason;

@@ -12,6 +12,7 @@ using namespace xalloc;
 using namespace xalloc::formats;
 using namespace xalloc::scheduler;
 using xalloc::testing::Fixture;
+using xalloc::testing::verdictFor;
 
 namespace {
 
@@ -41,14 +42,6 @@ Fixture throughATranspose(double matmul_as_is, double matmul_after_conversion) {
   out.consumers = {Fixture::consumer(2, matmul_as_is, matmul_as_is)}; // its own: no gain
   f.p.records.push_back(out);
   return f;
-}
-
-SiteVerdict verdictFor(const Fixture& f, std::int64_t value, const SchedOptions& o = {}) {
-  for (const auto& v : siteVerdicts(f.p, f.cost, o))
-    if (v.value_id == value)
-      return v;
-  ADD_FAILURE() << "no verdict for value " << value;
-  return {};
 }
 
 } // namespace

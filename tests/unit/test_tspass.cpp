@@ -426,6 +426,28 @@ def forward(self, x):
 
 // A conversion fused into its producer: aten::mul writes a row-major buffer through its out
 // variant, the consumers read that, results keep their bits, and a second run finds it done.
+namespace {
+
+// Applies `s` to `g` (the graph of `m`): its one decision is applied, no aten::contiguous is
+// left, the one aten::mul writes row-major itself and feeds the matmul, and `m` gives the bits
+// `reference` (the same source, not rewritten) gives.
+void expectMulFused(const std::shared_ptr<torch::jit::Graph>& g, const formats::Schedule& s,
+                    torch::jit::Module& m, torch::jit::Module& reference) {
+  auto report = applySchedule(g, s);
+  ASSERT_EQ(report.results.size(), 1u);
+  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
+  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty()) << graphText(*g);
+  auto muls = nodesOf(*g, c10::aten::mul);
+  ASSERT_EQ(muls.size(), 1u);
+  EXPECT_TRUE(writesRowMajorItself(muls[0]));
+  EXPECT_EQ(nodesOf(*g, c10::aten::matmul)[0]->input(0), muls[0]->output());
+  auto x = at::randn({4, 32, 16});
+  auto k = at::randn({4, 32, 8});
+  EXPECT_TRUE(at::equal(m.forward({x, k}).toTensor(), reference.forward({x, k}).toTensor()));
+}
+
+} // namespace
+
 TEST(ProducerFusion, APointwiseProducerWritesTheRowMajorValueItself) {
   const char* src = R"JIT(
 def forward(self, x, k):
@@ -448,20 +470,7 @@ def forward(self, x, k):
   auto d = syncOf(index, opOf(index, c10::aten::mul), {opOf(index, c10::aten::matmul)});
   d.fused_template_input = 0;
   s.decisions.push_back(d);
-  auto report = applySchedule(g, s);
-  ASSERT_EQ(report.results.size(), 1u);
-  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
-  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty()) << graphText(*g);
-  auto muls = nodesOf(*g, c10::aten::mul);
-  ASSERT_EQ(muls.size(), 1u);
-  EXPECT_TRUE(writesRowMajorItself(muls[0]));
-  EXPECT_EQ(nodesOf(*g, c10::aten::matmul)[0]->input(0), muls[0]->output());
-
-  // The edited graph runs, with the same bits.
-  auto x = at::randn({4, 32, 16});
-  auto k = at::randn({4, 32, 8});
-  EXPECT_TRUE(at::equal(m.forward({x, k}).toTensor(), reference.forward({x, k}).toTensor()));
-
+  expectMulFused(g, s, m, reference);
   const std::string once = graphText(*g);
   auto again = applySchedule(g, s);
   EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
@@ -485,17 +494,7 @@ def forward(self, x, k):
   auto d = removeFirstConversion(index);
   d.fused_template_input = 0;
   s.decisions.push_back(d);
-  auto report = applySchedule(g, s);
-  ASSERT_EQ(report.results.size(), 1u);
-  EXPECT_EQ(report.results[0].status, ApplyStatus::Applied) << report.results[0].message;
-  EXPECT_TRUE(nodesOf(*g, c10::aten::contiguous).empty()) << graphText(*g);
-  auto muls = nodesOf(*g, c10::aten::mul);
-  ASSERT_EQ(muls.size(), 1u);
-  EXPECT_TRUE(writesRowMajorItself(muls[0]));
-  EXPECT_EQ(nodesOf(*g, c10::aten::matmul)[0]->input(0), muls[0]->output());
-  auto x = at::randn({4, 32, 16});
-  auto k = at::randn({4, 32, 8});
-  EXPECT_TRUE(at::equal(m.forward({x, k}).toTensor(), reference.forward({x, k}).toTensor()));
+  expectMulFused(g, s, m, reference);
   const std::string once = graphText(*g);
   auto again = applySchedule(g, s);
   EXPECT_NE(again.results.at(0).status, ApplyStatus::Applied);
