@@ -62,14 +62,18 @@ std::string shortParseMessage(const std::string& what) {
   return msg;
 }
 
-// Finds the end of the JSON value that starts at `begin` (after whitespace): the index one past
-// its last character, or npos if the text ends first. Strings and nesting are tracked so braces
-// inside strings do not count.
-std::size_t valueEnd(std::string_view text, std::size_t begin) {
+// Scans JSON text from `begin`, tracking strings (brackets inside them do not count) and
+// nesting. Refuses a value nested deeper than kMaxJsonDepth before it is parsed: the documents
+// nest a few levels, and the readers (and the JSON library's own destructor) recurse per level.
+// With `one_value`, stops at the end of the value that starts at `begin` (after whitespace) and
+// returns the index one past its last character, or npos if the text ends first; otherwise
+// scans the whole text and returns its size.
+std::size_t scanJson(std::string_view text, std::size_t begin, bool one_value,
+                     const std::string& name) {
   int depth = 0;
   bool in_string = false;
   for (std::size_t i = begin; i < text.size(); ++i) {
-    char c = text[i];
+    const char c = text[i];
     if (in_string) {
       if (c == '\\')
         ++i;
@@ -80,48 +84,25 @@ std::size_t valueEnd(std::string_view text, std::size_t begin) {
     if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth <= 0)
-        return i + 1;
-    } else if (depth == 0 && (c == '\n' || c == ' ' || c == '\t' || c == '\r')) {
-      return i; // a scalar at top level ends at whitespace
-    }
-  }
-  return std::string_view::npos;
-}
-
-// Refuses a value nested deeper than kMaxJsonDepth before it is parsed: the documents nest a
-// few levels, and the readers (and the JSON library's own destructor) recurse per level.
-void checkDepth(std::string_view text, std::size_t begin, std::size_t end,
-                const std::string& name) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = begin; i < end && i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
       if (++depth > kMaxJsonDepth)
         throw InputError(name + ":" + lineCol(text, i),
                          "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                              " levels; no x-allocator document nests so deep");
     } else if (c == '}' || c == ']') {
-      --depth;
+      if (--depth <= 0 && one_value)
+        return i + 1;
+    } else if (one_value && depth == 0 && (c == '\n' || c == ' ' || c == '\t' || c == '\r')) {
+      return i; // a scalar at top level ends at whitespace
     }
   }
+  return one_value ? std::string_view::npos : text.size();
 }
 
 // The one parse of a value: malformed text and numbers out of a double's range become
 // InputError at their place.
+// The text from `begin` to `end` has been scanned (scanJson).
 nlohmann::json parseAt(std::string_view text, std::size_t begin, std::size_t end,
                        const std::string& name) {
-  checkDepth(text, begin, end, name);
   try {
     return nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin),
                                  text.begin() + static_cast<std::ptrdiff_t>(end));
@@ -144,7 +125,7 @@ nlohmann::json parseAt(std::string_view text, std::size_t begin, std::size_t end
 } // namespace
 
 nlohmann::json parseJson(std::string_view text, const std::string& name) {
-  return parseAt(text, 0, text.size(), name);
+  return parseAt(text, 0, scanJson(text, 0, false, name), name);
 }
 
 std::vector<nlohmann::json> parseJsonStream(std::string_view text, const std::string& name) {
@@ -158,7 +139,7 @@ std::vector<nlohmann::json> parseJsonStream(std::string_view text, const std::st
       ++pos;
     if (pos >= text.size())
       break;
-    std::size_t end = valueEnd(text, pos);
+    std::size_t end = scanJson(text, pos, true, name);
     if (end == std::string_view::npos)
       end = text.size(); // let the parser report what is wrong with the tail
     out.push_back(parseAt(text, pos, end, name));

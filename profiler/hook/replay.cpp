@@ -83,13 +83,10 @@ void replayConsumer(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValu
   };
   try {
     if (prof::compareLayouts([&](bool swap) { return run(swap ? swapped : as_is); }, to_contiguous,
-                             c)) {
+                             c, swapped_out))
       prof::setTimings(prof::timeInterleaved([&] { (void)run(as_is); }, [&] { (void)run(swapped); },
                                              o.warmup, o.repeats),
                        to_contiguous, c);
-      if (!c.same_output_layout && swapped_out)
-        *swapped_out = run(swapped);
-    }
   } catch (const std::exception&) {
     c.note = "failed when timed";
   }

@@ -2,6 +2,7 @@
 #include "xalloc/profiler/consumer_timing.h"
 
 #include <cmath>
+#include <utility>
 
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/tspass/value_compare.h"
@@ -9,7 +10,8 @@
 namespace xalloc::profiler {
 
 bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& run,
-                    bool to_contiguous, formats::ConsumerTiming& c) {
+                    bool to_contiguous, formats::ConsumerTiming& c,
+                    std::vector<c10::IValue>* other_outputs) {
   std::vector<c10::IValue> out_a, out_b;
   try {
     out_a = run(false);
@@ -35,6 +37,8 @@ bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& r
       c.output_error = e; // else unbounded: fits no tolerance
   }
   c.same_output_layout = tspass::sameLayout(out_a, out_b);
+  if (!c.same_output_layout && other_outputs)
+    *other_outputs = std::move(out_b);
   return true;
 }
 

@@ -149,6 +149,11 @@ Verified verifyOutputs(const std::string& a, const std::string& b, const std::st
       return i == 0 ? *fixed : freshLike(*fixed, static_cast<std::uint64_t>(i));
     };
     const std::vector<c10::IValue> given = inputsFor();
+    // What these inputs are, for the messages.
+    const std::string on = !fixed   ? "example inputs with seed " + std::to_string(i)
+                           : i == 0 ? "the inputs of " + fixed_file
+                                    : "fresh inputs shaped like those of " + fixed_file +
+                                          " (seed " + std::to_string(i) + ")";
     auto run = [&](tspass::LoadedModel& m) {
       auto inputs = xalloc::tspass::methodInputs(m.module, method, given, m.path);
       inputs.erase(inputs.begin()); // the method call supplies self
@@ -161,9 +166,6 @@ Verified verifyOutputs(const std::string& a, const std::string& b, const std::st
       } catch (const InputError&) {
         throw;
       } catch (const std::exception& e) {
-        const std::string on = !fixed   ? "example inputs with seed " + std::to_string(i)
-                               : i == 0 ? "the inputs of " + fixed_file
-                                        : "fresh inputs shaped like those of " + fixed_file;
         throw InputError(a, std::string(which) + " fails on " + on + ": " + firstLine(e.what()) +
                                 "; nothing was written");
       }
@@ -183,10 +185,7 @@ Verified verifyOutputs(const std::string& a, const std::string& b, const std::st
                     "inputs, so no rewrite can be verified; --no-verify skips the check";
         return v;
       }
-      v.problem = !fixed   ? "on example inputs with seed " + std::to_string(i)
-                  : i == 0 ? "on the inputs of " + fixed_file
-                           : "on fresh inputs shaped like those of " + fixed_file + " (seed " +
-                                 std::to_string(i) + ")";
+      v.problem = "on " + on;
       return v;
     }
   }

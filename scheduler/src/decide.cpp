@@ -46,6 +46,15 @@ double medianStandardError(double iqr, std::int64_t n) {
 
 namespace {
 
+// The smallest gain worth an edit: an absolute floor, and a fraction of the model's time (for
+// the sites and the region decisions alike).
+double gainFloor(const Profile& p, const SchedOptions& o) {
+  double model_ms = 0;
+  for (const auto& op : p.ops)
+    model_ms += std::max(0.0, op.duration_ms);
+  return std::max(o.min_gain_ms, o.min_model_gain * model_ms);
+}
+
 class Decider {
 public:
   Decider(const Profile& p, const formats::Cost& c, const SchedOptions& o)
@@ -97,14 +106,6 @@ private:
   // spread within one run shows, and gains below that do not repeat from run to run.
   double marginFor(double var, double traded_ms) const {
     return std::max({floor_ms_, o_.z * std::sqrt(var), o_.min_relative_gain * traded_ms});
-  }
-
-  // The smallest gain worth an edit: an absolute floor, and a fraction of the model's time.
-  static double gainFloor(const Profile& p, const SchedOptions& o) {
-    double model_ms = 0;
-    for (const auto& op : p.ops)
-      model_ms += std::max(0.0, op.duration_ms);
-    return std::max(o.min_gain_ms, o.min_model_gain * model_ms);
   }
 
   // How much longer a consumer takes with the other layout, and the variance of that estimate:
@@ -492,16 +493,6 @@ std::vector<SiteVerdict> siteVerdicts(const Profile& p, const formats::Cost& cos
     out.push_back({c.decision.value_id, c.decision.action, c.veto, c.rule});
   return out;
 }
-
-namespace {
-// The smallest gain worth an edit (Decider::gainFloor's rule, for the region decisions).
-double gainFloor(const Profile& p, const SchedOptions& o) {
-  double model_ms = 0;
-  for (const auto& op : p.ops)
-    model_ms += std::max(0.0, op.duration_ms);
-  return std::max(o.min_gain_ms, o.min_model_gain * model_ms);
-}
-} // namespace
 
 formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, const SchedOptions& o) {
   formats::Schedule s;

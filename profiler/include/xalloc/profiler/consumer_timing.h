@@ -21,8 +21,11 @@ bool disturbed(const formats::ConsumerTiming& c);
 /// Runs a consumer once as it is (`run(false)`) and once with the other layout (`run(true)`)
 /// and records whether the outputs agree. False, with `c.note` saying why, when a run throws
 /// (the other layout refused: `accepts_noncontiguous` is false for a conversion's source).
+/// When the other layout gives outputs of another layout (`same_output_layout` false) and
+/// `other_outputs` is given, it gets those outputs, to follow them downstream without a rerun.
 bool compareLayouts(const std::function<std::vector<c10::IValue>(bool other)>& run,
-                    bool to_contiguous, formats::ConsumerTiming& c);
+                    bool to_contiguous, formats::ConsumerTiming& c,
+                    std::vector<c10::IValue>* other_outputs = nullptr);
 
 /// Fills `c`'s timings from interleaved runs as-is (a) and with the other layout (b).
 void setTimings(const PairedTiming& m, bool to_contiguous, formats::ConsumerTiming& c);
