@@ -3,6 +3,7 @@
 #include "xalloc/cppsource/anchors.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "xalloc/cppsource/ast.h"
 
@@ -14,21 +15,23 @@ std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
   auto db = compilationDatabase(build_dir, fixed_args);
   std::vector<bool> done(anchors.size(), false);
   std::size_t resolved = 0;
+  std::pair<std::string, std::string> given; // the file parsed: canonical, and as given
   const OnParsed resolve = [&](ASTContext& ctx) {
-    auto wanted = [&](const std::string& path) {
+    auto wanted = [&](const std::string& real, const std::string& spelled) {
       for (std::size_t i = 0; i < anchors.size(); ++i)
-        if (!done[i] && sameFile(anchors[i]->file, path))
+        if (!done[i] && (sameFile(anchors[i]->file, real) || sameFile(anchors[i]->file, spelled)))
           return true;
       return false;
     };
     Collector c(ctx, wanted);
+    c.alias(given.first, given.second);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < anchors.size(); ++i) {
       formats::Anchor& a = *anchors[i];
       if (done[i])
         continue;
       for (const auto& [path, content] : c.contents_) {
-        if (!sameFile(a.file, path))
+        if (!c.names(a.file, path))
           continue;
         done[i] = true; // found in this file or not at all
         const Found f = findByPosition(c, path, content, a);
@@ -44,8 +47,10 @@ std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
       }
     }
   };
-  for (const std::string& f : files)
+  for (const std::string& f : files) {
+    given = {canonical(f), std::filesystem::absolute(f).lexically_normal().string()};
     parseFile(*db, f, resolve);
+  }
   return resolved;
 }
 

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <string_view>
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/Path.h>
 
 namespace xalloc::cppsource {
 
@@ -39,12 +43,26 @@ std::string canonical(const std::string& path) {
 bool sameFile(const std::string& anchor_file, const std::string& source) {
   if (anchor_file.empty())
     return false;
-  const std::string a = canonical(anchor_file);
-  if (a == source)
+  if (canonical(anchor_file) == source)
     return true;
-  return source.size() > anchor_file.size() &&
-         source.compare(source.size() - anchor_file.size(), anchor_file.size(), anchor_file) == 0 &&
-         source[source.size() - anchor_file.size() - 1] == '/';
+  // "../src/x.cpp", written relative to a folder other than the current one: "src/x.cpp".
+  std::string_view tail = anchor_file;
+  while (tail.rfind("./", 0) == 0 || tail.rfind("../", 0) == 0)
+    tail.remove_prefix(tail[1] == '/' ? 2 : 3);
+  return !tail.empty() && tail[0] != '/' && source.size() > tail.size() &&
+         source.compare(source.size() - tail.size(), tail.size(), tail) == 0 &&
+         source[source.size() - tail.size() - 1] == '/';
+}
+
+std::string spelledPath(const SourceManager& sm, FileID id) {
+  const auto ref = sm.getFileEntryRefForID(id);
+  if (!ref)
+    return {};
+  // Relative names are relative to the compile command's folder: the file manager's.
+  llvm::SmallString<256> path(ref->getName());
+  sm.getFileManager().makeAbsolutePath(path);
+  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  return path.str().str();
 }
 
 bool isTensorType(QualType t) {

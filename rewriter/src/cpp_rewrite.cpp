@@ -119,22 +119,24 @@ public:
 
   void run(ASTContext& ctx) {
     // Files to look in: the main file, and any header that a decision still open names.
-    auto wanted = [&](const std::string& path) {
+    auto wanted = [&](const std::string& real, const std::string& spelled) {
       for (std::size_t i = 0; i < s_.decisions.size(); ++i)
         if (!handled_.count(i) && s_.decisions[i].action != formats::Action::None &&
-            sameFile(s_.decisions[i].anchor.file, path))
+            (sameFile(s_.decisions[i].anchor.file, real) ||
+             sameFile(s_.decisions[i].anchor.file, spelled)))
           return true;
       return false;
     };
     Collector c(ctx, wanted);
     collector_ = &c;
+    c.alias(given_.first, given_.second);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
       if (s_.decisions[i].action == formats::Action::None || handled_.count(i))
         continue;
       const std::string* target = nullptr;
       for (const auto& [path, text] : c.contents_)
-        if (sameFile(s_.decisions[i].anchor.file, path)) {
+        if (c.names(s_.decisions[i].anchor.file, path)) {
           target = &path;
           break;
         }
@@ -277,6 +279,10 @@ public:
   }
 
   const std::set<std::size_t>& handled() const { return handled_; }
+  /// The file about to be parsed, as given: its canonical path and its absolute name.
+  void given(const std::string& file) {
+    given_ = {canonical(file), fs::absolute(file).lexically_normal().string()};
+  }
 
 private:
   static std::int64_t lineOf(const std::string& content, unsigned offset) {
@@ -507,6 +513,7 @@ private:
   std::set<std::size_t> handled_;
   std::set<std::tuple<std::string, unsigned, unsigned>> edited_;
   std::set<std::string> include_added_;
+  std::pair<std::string, std::string> given_;
 };
 
 } // namespace
@@ -520,9 +527,25 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
   const OnParsed run = [&](ASTContext& ctx) {
     rewriter.run(ctx);
   };
-  for (const std::string& f : files)
+  for (const std::string& f : files) {
+    rewriter.given(f);
     parseFile(*db, f, run);
+  }
   out.matched = rewriter.handled().size();
+  // Decisions for files no parse reached (not given, nor included by a file given): a pre-commit
+  // run on some files leaves the others' alone, but says so, per file, and counts them.
+  std::map<std::string, std::size_t> unreached;
+  for (std::size_t i = 0; i < schedule.decisions.size(); ++i)
+    if (schedule.decisions[i].action != formats::Action::None &&
+        !schedule.decisions[i].anchor.file.empty() && !rewriter.handled().count(i))
+      ++unreached[schedule.decisions[i].anchor.file];
+  for (const auto& [file, n] : unreached) {
+    out.notes.push_back({file,
+                         std::to_string(n) + (n == 1 ? " decision" : " decisions") +
+                             " not applied: no file given is this one or includes it",
+                         false});
+    out.unreached += n;
+  }
   // xsched leaves a site without an anchor `none` (libtorch made the value, not an expression of
   // the program's); a schedule edited by hand can still ask for one: say so, never drop it.
   for (const auto& d : schedule.decisions) {

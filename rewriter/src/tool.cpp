@@ -135,7 +135,9 @@ int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedul
   }
   if (!o.quiet)
     std::cerr << "xrewrite: " << r.applied << " applied, " << r.already << " already applied, "
-              << r.not_found << " not found, " << r.skipped << " skipped\n";
+              << r.not_found << " not found, " << r.skipped << " skipped"
+              << (r.unreached ? ", " + std::to_string(r.unreached) + " in files not parsed" : "")
+              << "\n";
   if (!o.export_fixes.empty())
     writeFileAtomic(o.export_fixes, exportFixesYaml(r));
   if (o.check)

@@ -185,6 +185,39 @@ grep -q 'auto kt = k.transpose(0, 1);' bound/elsewhere/helper.h || fail "--in-pl
 grep -q '^+  auto kt = k.transpose(0, 1).contiguous();' bound-root.diff || fail "--root did not let the header be patched: $(cat bound-root.diff)"
 expect_error 2 'nowhere: error: --root: not a folder' -- xrewrite -s bound/s.json --cpp bound/proj/main.cpp --root nowhere -- -std=c++17 -Imock -Ibound/elsewhere
 
+# A header reached through a symbolic link (include/helper.h -> ../impl/helper_impl.h), its
+# anchor written relative to the project (as `xprof run` writes it) and xrewrite run from
+# another folder (src/): the link's target is patched, --check says a change is needed, and a
+# second run has nothing to do. A decision for a file no given file reaches is said and counted.
+mkdir -p sym/include sym/impl sym/src
+sed 's/helperT/linkedT/' bound/elsewhere/helper.h >sym/impl/helper_impl.h
+ln -s ../impl/helper_impl.h sym/include/helper.h
+printf '#include "helper.h"\ntorch::Tensor run(const torch::Tensor& k) { return linkedT(k); }\n' >sym/src/main.cpp
+python3 - bound/s.json sym/s.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["decisions"][0]
+d["anchor"].update({"file": "include/helper.h", "function": "linkedT"})
+other = json.loads(json.dumps(d))
+other["anchor"].update({"file": "src/other.cpp", "function": "other"})
+other["value_id"] += 1000
+s["decisions"] = [d, other]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+SYMFLAGS=(-- -std=c++17 "-I$WORK/mock" -I../include)
+rc=0
+(cd sym/src && xrewrite -s ../s.json --cpp main.cpp --root .. --check "${SYMFLAGS[@]}") 2>sym-check.txt || rc=$?
+[[ $rc -eq 1 ]] || fail "--check through a symlinked header should exit 1, got $rc: $(cat sym-check.txt)"
+grep -q '^src/other.cpp: note: 1 decision not applied: no file given is this one or includes it' sym-check.txt ||
+  fail "a decision for a file not parsed is not said: $(cat sym-check.txt)"
+grep -q ', 1 in files not parsed$' sym-check.txt || fail "not counted: $(tail -1 sym-check.txt)"
+(cd sym/src && xrewrite -s ../s.json --cpp main.cpp --root .. --in-place -q "${SYMFLAGS[@]}")
+grep -q 'auto kt = k.transpose(0, 1).contiguous();' sym/impl/helper_impl.h ||
+  fail "the symlinked header's target was not patched: $(cat sym/impl/helper_impl.h)"
+[[ -L sym/include/helper.h ]] || fail "the link was replaced"
+(cd sym/src && xrewrite -s ../s.json --cpp main.cpp --root .. -q "${SYMFLAGS[@]}") >sym-again.diff
+[[ ! -s sym-again.diff ]] || fail "a second run through the link changes more: $(cat sym-again.diff)"
+
 expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
 echo 'int main( {' >broken.cpp
 expect_error 2 '^broken\.cpp: error: cannot parse: .*broken\.cpp:1:' -- xrewrite -s schedule.json --cpp broken.cpp "${FLAGS[@]}"

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -32,8 +33,13 @@ using namespace clang;
 std::string normalise(const std::string& text);
 /// An absolute, canonical path (as given when that fails).
 std::string canonical(const std::string& path);
-/// The anchor's file names this source: the same path, or a suffix of it ("samples/x.cpp").
+/// The anchor's file names this source: the same path, or a suffix of it ("samples/x.cpp"; an
+/// anchor's leading "./" and "../" are not part of the suffix).
 bool sameFile(const std::string& anchor_file, const std::string& source);
+/// The absolute path Clang reached a file by, without "." and ".." but with its links kept
+/// (an include through a symbolic link keeps the link's name; debug info, and so the anchors of
+/// `xprof run`, name the file that way).
+std::string spelledPath(const SourceManager& sm, FileID id);
 /// at::Tensor or at::TensorBase (also through torch:: aliases and references).
 bool isTensorType(QualType t);
 /// The semantic expression beneath implicit wrappers that share its source range.
@@ -61,10 +67,31 @@ struct Candidate {
 
 // Collects every expression of type at::Tensor, per enclosing function, in the files the
 // schedule names: the main file and the user headers it includes (never system headers).
+// `wanted(canonical, spelled)` says whether a header is one of them; a file is known by its
+// canonical path, and also by each name it was reached by (see spelledPath).
 class Collector : public RecursiveASTVisitor<Collector> {
 public:
-  Collector(ASTContext& ctx, std::function<bool(const std::string&)> wanted)
+  using Wanted = std::function<bool(const std::string& canonical, const std::string& spelled)>;
+  Collector(ASTContext& ctx, Wanted wanted)
       : ctx_(ctx), sm_(ctx.getSourceManager()), wanted_(std::move(wanted)) {}
+
+  /// Whether an anchor's file names `file` (a canonical path collected from), by that path or
+  /// by another name the file was reached by.
+  bool names(const std::string& anchor_file, const std::string& file) const {
+    if (sameFile(anchor_file, file))
+      return true;
+    auto it = aliases_.find(file);
+    if (it != aliases_.end())
+      for (const auto& name : it->second)
+        if (sameFile(anchor_file, name))
+          return true;
+    return false;
+  }
+  /// Another name of a collected file: the main file's as the user gave it.
+  void alias(const std::string& file, const std::string& name) {
+    if (name != file)
+      aliases_[file].insert(name);
+  }
 
   bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
   bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
@@ -116,11 +143,14 @@ private:
     if (it != targets_.end())
       return it->second ? &*it->second : nullptr;
     std::optional<std::string> path;
-    const FileEntry* fe = sm_.getFileEntryForID(id);
-    if (fe && (id == sm_.getMainFileID() || (!sm_.isInSystemHeader(sm_.getLocForStartOfFile(id)) &&
-                                             wanted_(canonical(fe->getName().str()))))) {
-      path = canonical(fe->getName().str());
-      contents_.emplace(*path, sm_.getBufferData(id).str());
+    if (const FileEntry* fe = sm_.getFileEntryForID(id)) {
+      const std::string real = canonical(fe->getName().str()), spelled = spelledPath(sm_, id);
+      if (id == sm_.getMainFileID() ||
+          (!sm_.isInSystemHeader(sm_.getLocForStartOfFile(id)) && wanted_(real, spelled))) {
+        path = real;
+        contents_.emplace(real, sm_.getBufferData(id).str());
+        alias(real, spelled);
+      }
     }
     return targets_.emplace(id, std::move(path)).first->second ? &*targets_[id] : nullptr;
   }
@@ -152,8 +182,9 @@ private:
 
   ASTContext& ctx_;
   SourceManager& sm_;
-  std::function<bool(const std::string&)> wanted_;
+  Wanted wanted_;
   std::map<FileID, std::optional<std::string>> targets_;
+  std::map<std::string, std::set<std::string>> aliases_;
   const FunctionDecl* function_ = nullptr;
   std::string function_name_;
 };

@@ -32,7 +32,8 @@ struct CppRewrite {
   std::map<std::string, std::string> before, after; // by absolute path, files that change
   std::vector<CppNote> notes;
   std::size_t applied = 0, already = 0, skipped = 0, not_found = 0;
-  std::size_t matched = 0; // decisions (not `none`) whose file was among the sources
+  std::size_t matched = 0;   // decisions (not `none`) whose file was among the sources
+  std::size_t unreached = 0; // decisions (not `none`) for files no parse reached
 };
 
 /// Runs Clang over `files` (compile commands from `build_dir`'s compile_commands.json, or, when
