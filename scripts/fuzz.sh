@@ -4,13 +4,25 @@
 # in data/tmp/fuzz/. Prints each harness's executions and coverage; exits 1 on a finding.
 #
 #   scripts/fuzz.sh BUILD SECONDS [HARNESS...]
+#   scripts/fuzz.sh --brief BUILD SECONDS    the test suite's run (fuzz.brief): configures and
+#                                            builds BUILD at -O0 first, keeps its corpus there,
+#                                            and skips (77) where clang-14 is not installed
 set -euo pipefail
+cd "$(dirname "$0")/.."
+out=data/tmp/fuzz
+if [[ ${1:-} == --brief ]]; then
+  shift
+  command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 is not installed: skipped"; exit 77; }
+  [[ -f $1/CMakeCache.txt ]] ||
+    CXX=clang++-14 CC=clang-14 cmake -S fuzz -B "$1" -DCMAKE_BUILD_TYPE= -DXALLOC_FUZZ_OPT=-O0 >/dev/null
+  cmake --build "$1" -j 1 >/dev/null
+  out=$1/runs
+fi
 build=$1
 seconds=$2
 shift 2
 harnesses=("$@")
 [[ ${#harnesses[@]} -gt 0 ]] || harnesses=(documents stream bytes anchors)
-out=data/tmp/fuzz
 mkdir -p "$out/artifacts"
 found=0
 for h in "${harnesses[@]}"; do
