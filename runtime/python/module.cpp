@@ -1,6 +1,7 @@
 // xalloc._C: the graceful allocator for Python (pybind11). The Python package around it
 // (xalloc/__init__.py) adds the context manager and the op library loader.
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include <pybind11/functional.h>
@@ -59,12 +60,45 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_stats", &resetStats);
   m.def(
       "add_release_callback",
-      [](std::function<std::size_t(std::size_t)> cb) {
-        return addReleaseCallback([cb](std::size_t wanted) {
+      [](py::object cb) {
+        if (!PyCallable_Check(cb.ptr()))
+          throw py::type_error("the release callback must be callable, not " +
+                               std::string(py::str(py::repr(cb))));
+        // Runs inside an allocation that failed, maybe on a thread with no Python caller: an
+        // exception or a result that is not a byte count is reported as unraisable (as Python
+        // reports an error in __del__) and counts as nothing freed; the allocation goes on
+        // down the retry ladder.
+        // Let go with the GIL held, and not at all once the interpreter is gone (the allocator
+        // outlives it at exit).
+        std::shared_ptr<py::object> shared(new py::object(std::move(cb)), [](py::object* o) {
+          if (Py_IsInitialized()) {
+            py::gil_scoped_acquire gil;
+            delete o;
+          } else {
+            o->release();
+            delete o;
+          }
+        });
+        return addReleaseCallback([shared](std::size_t wanted) -> std::size_t {
           py::gil_scoped_acquire gil;
-          return cb(wanted);
+          try {
+            py::object freed = (*shared)(wanted);
+            if (!PyLong_Check(freed.ptr()) || PyBool_Check(freed.ptr()) ||
+                freed.cast<long long>() < 0)
+              throw py::type_error("a release callback returns the bytes it freed (an int >= 0), "
+                                   "not " +
+                                   std::string(py::str(py::repr(freed))));
+            return static_cast<std::size_t>(freed.cast<long long>());
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable(*shared);
+          } catch (const std::exception& e) {
+            PyErr_SetString(PyExc_TypeError, e.what());
+            PyErr_WriteUnraisable(shared->ptr());
+          }
+          return 0;
         });
       },
+      py::arg("callback"),
       "Called with the bytes wanted when an allocation fails; returns the bytes it freed.");
-  m.def("remove_release_callback", &removeReleaseCallback);
+  m.def("remove_release_callback", &removeReleaseCallback, py::arg("handle"));
 }

@@ -79,6 +79,45 @@ for kwargs in ({"deadline_ms": -1.0}, {"max_retries": -3}, {"limit_bytes": -1}):
 with xalloc.graceful(deadline_ms=0, max_retries=0):
     assert xalloc.installed()
 
+# The package's functions check their arguments: a one-line TypeError or ValueError, never
+# pybind's listing of signatures; install takes the byte sizes graceful takes.
+for call, err in ((lambda: xalloc.add_release_callback(None), TypeError),
+                  (lambda: xalloc.add_release_callback("x"), TypeError),
+                  (lambda: xalloc.remove_release_callback("a"), TypeError),
+                  (lambda: xalloc.parse_bytes(5), TypeError),
+                  (lambda: xalloc.install(limit_bytes=1 << 70), ValueError),
+                  (lambda: xalloc.install(max_retries=1 << 40), ValueError),
+                  (lambda: xalloc.install(log=False, ledger=3), TypeError)):
+    try:
+        call()
+        raise SystemExit("accepted a bad argument")
+    except err as e:
+        assert "\n" not in str(e) and "incompatible function arguments" not in str(e), str(e)
+    assert not xalloc.installed()
+xalloc.install(limit_bytes="64M")
+xalloc.uninstall()
+
+# A release callback that raises, or returns what is not a byte count, is reported as
+# unraisable and counts as nothing freed: the allocation goes on down the ladder and ends in the
+# allocator's own out-of-memory error, not the callback's.
+import sys
+reported = []
+sys.unraisablehook = lambda u: reported.append(u.exc_value)
+with xalloc.graceful(limit="64M", deadline_ms=20):
+    def raises(wanted):
+        raise KeyError("boom")
+    for cb in (raises, lambda wanted: "lots", lambda wanted: -5, lambda wanted: None):
+        handle = xalloc.add_release_callback(cb)
+        try:
+            torch.empty(100 << 20)
+            raise SystemExit("allocated past the cap")
+        except RuntimeError as e:
+            assert "out of memory: cannot allocate 400.0 MiB" in str(e), str(e)
+        xalloc.remove_release_callback(handle)
+kinds = [type(e).__name__ for e in reported]
+assert kinds == ["KeyError", "TypeError", "TypeError", "TypeError"], reported
+assert "returns the bytes it freed" in str(reported[1]), reported[1]
+
 assert xalloc.load_ops().endswith("libxalloc_runtime.so")
 print("python: ok")
 PY

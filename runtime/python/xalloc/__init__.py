@@ -12,8 +12,8 @@ import os
 
 import torch  # noqa: F401  (libtorch must be loaded first)
 
-from ._C import (add_release_callback, get_stats, install, installed,  # noqa: F401
-                 parse_bytes, remove_release_callback, reset_stats, uninstall)
+from . import _C
+from ._C import get_stats, installed, reset_stats, uninstall  # noqa: F401
 
 
 def _bytes(value):
@@ -24,10 +24,17 @@ def _bytes(value):
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise TypeError(f"limit must be a byte count (int or str such as '8G'), not {value!r}")
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"limit must not be negative, got {value}")
+        if not 0 <= value < 1 << 63:
+            raise ValueError(f"limit must be a byte count from 0 to 2**63 - 1, got {value}")
         return value
     return parse_bytes(value)
+
+
+def parse_bytes(text):
+    """A byte size in x-allocator's one grammar ("512M", "8G", "1.5GiB") as bytes."""
+    if not isinstance(text, str):
+        raise TypeError(f"a byte size is a str such as '8G', not {text!r}")
+    return _C.parse_bytes(text)
 
 
 def _number(name, value, integer):
@@ -39,19 +46,46 @@ def _number(name, value, integer):
     if isinstance(value, bool) or not isinstance(value, kinds):
         what = "an int" if integer else "a number"
         raise TypeError(f"{name} must be {what}, not {value!r}")
-    if not (value >= 0 and value != float("inf")):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not (value >= 0 and value != float("inf")) or (integer and value >= 1 << 31):
+        raise ValueError(f"{name} must be a finite number >= 0{' below 2**31' if integer else ''}"
+                         f", got {value!r}")
     return value
+
+
+def install(limit_bytes=None, deadline_ms=None, max_retries=None, ledger=None, log=False):
+    """Install the graceful allocator as torch's CPU allocator: the XALLOC_* variables, then
+    these arguments (limit_bytes: an int or a byte size such as "8G"). Each is checked first,
+    with a one-line error, and nothing is installed when one is wrong."""
+    if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
+        raise TypeError(f"ledger must be a path, not {ledger!r}")
+    _C.install(limit_bytes=_bytes(limit_bytes),
+               deadline_ms=_number("deadline_ms", deadline_ms, False),
+               max_retries=_number("max_retries", max_retries, True),
+               ledger=None if ledger is None else os.fspath(ledger), log=bool(log))
+
+
+def add_release_callback(callback):
+    """callback(wanted_bytes) -> freed_bytes, called when an allocation fails, before the
+    allocator waits; returns a handle for remove_release_callback. An exception it raises, or a
+    result that is not an int >= 0, is reported as unraisable and counts as nothing freed."""
+    if not callable(callback):
+        raise TypeError(f"the release callback must be callable, not {callback!r}")
+    return _C.add_release_callback(callback)
+
+
+def remove_release_callback(handle):
+    """Stop calling the callback add_release_callback returned `handle` for."""
+    if isinstance(handle, bool) or not isinstance(handle, int):
+        raise TypeError(f"a release callback's handle is the int add_release_callback returned, "
+                        f"not {handle!r}")
+    _C.remove_release_callback(handle)
 
 
 @contextlib.contextmanager
 def graceful(limit=None, deadline_ms=None, max_retries=None, ledger=None, log=False):
     """Install the graceful allocator for the duration of a `with` block."""
-    if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
-        raise TypeError(f"ledger must be a path, not {ledger!r}")
-    install(limit_bytes=_bytes(limit), deadline_ms=_number("deadline_ms", deadline_ms, False),
-            max_retries=_number("max_retries", max_retries, True),
-            ledger=None if ledger is None else os.fspath(ledger), log=bool(log))
+    install(limit_bytes=limit, deadline_ms=deadline_ms, max_retries=max_retries, ledger=ledger,
+            log=log)
     try:
         yield
     finally:
