@@ -30,6 +30,17 @@ expect_error 2 'error: op prim::fork .* is not supported by xprof' -- xprof "$XA
 expect_error 2 "error: the model has no method 'predict'" -- xprof "$model" --method predict
 expect_error 2 'failed on the example inputs' -- xprof "$model" --input-shape 3x3 "${QUICK[@]}"
 expect_error 2 "cannot read '4xq' as a shape" -- xprof "$model" --input-shape 4xq
+# Inputs libtorch cannot make: said as the user's input (its name, dtype and shape), never as an
+# internal error; no size of 0, no infinite range, an integer range with an integer in it.
+expect_error 2 "^xprof: error: --input-shape: '0x4' has a size of 0" -- xprof "$model" --input-shape 0x4
+expect_error 2 "^xprof: error: --input-range: cannot read '0:inf' as LOW:HIGH, two finite numbers" -- \
+  xprof "$model" --input-shape 4x4 --input-range 0:inf
+expect_error 2 '^xprof: error: input0 \(int64, 4x4\): the range 0.2:0.7 holds no integer$' -- \
+  xprof "$model" --input-shape 4x4 --input-dtype int64 --input-range 0.2:0.7
+expect_error 2 '^xprof: error: cannot make the input input0 \(float32, 3037000500x3037000500x3\): Storage size calculation overflowed' -- \
+  xprof "$model" --input-shape 3037000500x3037000500x3
+expect_error 2 '^xprof: error: cannot make the input input0 \(float16, 4x4\): to is out of bounds' -- \
+  xprof "$model" --input-shape 4x4 --input-dtype float16 --input-range 0:1e300
 [[ ! -e "$WORK/p.json" ]] || fail "a failed xprof left an output file"
 # Inputs --input-shape cannot describe: an int, a dict. The message says to use --input-file,
 # which then works. (TorchScript reads the classes' source: a file, not stdin.)

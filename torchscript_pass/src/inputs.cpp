@@ -1,6 +1,8 @@
 // Input specs and seeded input tensors.
 #include "xalloc/tspass/inputs.h"
 
+#include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -34,6 +36,10 @@ std::vector<std::int64_t> parseShape(const std::string& text, const std::string&
     if (part.empty() || used != part.size() || v < 0)
       throw InputError("", flag + ": cannot read '" + text +
                                "' as a shape (sizes separated by 'x', e.g. 4x64)");
+    if (v == 0)
+      throw InputError("", flag + ": '" + text +
+                               "' has a size of 0: a tensor with no elements leaves nothing "
+                               "to measure");
     shape.push_back(v);
     if (end == std::string::npos)
       break;
@@ -51,12 +57,14 @@ std::pair<double, double> parseRange(const std::string& text, const std::string&
       std::size_t a = 0, b = 0;
       double low = std::stod(text.substr(0, colon), &a);
       double high = std::stod(text.substr(colon + 1), &b);
-      if (a == colon && b == text.size() - colon - 1 && high > low)
+      if (a == colon && b == text.size() - colon - 1 && high > low && std::isfinite(low) &&
+          std::isfinite(high))
         return {low, high};
     }
   } catch (...) {
   }
-  throw InputError("", flag + ": cannot read '" + text + "' as LOW:HIGH with HIGH > LOW");
+  throw InputError("", flag + ": cannot read '" + text +
+                           "' as LOW:HIGH, two finite numbers with HIGH > LOW");
 }
 
 std::vector<formats::InputSpec> specsFromFlags(const std::vector<std::string>& shapes,
@@ -111,15 +119,33 @@ std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs
     if (!dtype)
       throw InputError("", "unknown input dtype '" + s.dtype + "'");
     auto opts = at::TensorOptions().dtype(*dtype);
+    // What libtorch refuses (a size past memory or int64, a range the dtype cannot hold) is the
+    // user's input: said with the input's name and shape, not as an internal error.
+    std::string shape;
+    for (std::int64_t d : s.shape)
+      shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    const std::string what =
+        s.name + " (" + s.dtype + ", " + (shape.empty() ? "scalar" : shape) + ")";
     at::Tensor t;
-    if (at::isIntegralType(*dtype, /*includeBool=*/true)) {
-      auto low = static_cast<std::int64_t>(s.low.value_or(0));
-      auto high = static_cast<std::int64_t>(s.high.value_or(*dtype == at::kBool ? 2 : 100));
-      t = at::randint(low, high, s.shape, gen, opts);
-    } else if (s.low && s.high) {
-      t = at::empty(s.shape, opts).uniform_(*s.low, *s.high, gen);
-    } else {
-      t = at::randn(s.shape, gen, opts);
+    try {
+      if (at::isIntegralType(*dtype, /*includeBool=*/true)) {
+        auto low = static_cast<std::int64_t>(std::ceil(s.low.value_or(0)));
+        auto high =
+            static_cast<std::int64_t>(std::ceil(s.high.value_or(*dtype == at::kBool ? 2 : 100)));
+        if (high <= low) {
+          char range[64];
+          std::snprintf(range, sizeof range, "%g:%g", *s.low, *s.high);
+          throw InputError("", what + ": the range " + range + " holds no integer");
+        }
+        t = at::randint(low, high, s.shape, gen, opts);
+      } else if (s.low && s.high) {
+        t = at::empty(s.shape, opts).uniform_(*s.low, *s.high, gen);
+      } else {
+        t = at::randn(s.shape, gen, opts);
+      }
+    } catch (const c10::Error& e) {
+      throw InputError("", "cannot make the input " + what + ": " +
+                               firstLine(e.what_without_backtrace()));
     }
     out.emplace_back(std::move(t));
   }
