@@ -143,6 +143,7 @@ public:
       if (!target)
         continue;
       handled_.insert(i); // a header included by several files is edited once
+      current_ = i;
       const std::string& file = *target;
       const std::string& content = c.contents_.at(file);
       formats::Decision d = s_.decisions[i];
@@ -297,7 +298,7 @@ private:
   }
 
   void edit(const std::string& file, unsigned offset, unsigned length, std::string text) {
-    out_.edits.push_back({file, offset, length, std::move(text)});
+    out_.edits.push_back({file, offset, length, std::move(text), current_});
   }
 
   struct Snapshot {
@@ -514,6 +515,7 @@ private:
   std::set<std::tuple<std::string, unsigned, unsigned>> edited_;
   std::set<std::string> include_added_;
   std::pair<std::string, std::string> given_;
+  std::size_t current_ = 0; // the decision being written
 };
 
 } // namespace

@@ -84,11 +84,12 @@ void keepInside(CppRewrite& r, const std::vector<fs::path>& roots) {
       outside.insert(file);
   if (outside.empty())
     return;
-  std::size_t dropped = 0;
+  std::set<std::size_t> dropped; // decisions, not edits: one may make several
   r.edits.erase(std::remove_if(r.edits.begin(), r.edits.end(),
                                [&](const CppEdit& e) {
                                  const bool out = outside.count(e.file) > 0;
-                                 dropped += out;
+                                 if (out)
+                                   dropped.insert(e.decision);
                                  return out;
                                }),
                 r.edits.end());
@@ -101,8 +102,8 @@ void keepInside(CppRewrite& r, const std::vector<fs::path>& roots) {
                            fs::path(file).parent_path().string() + " to patch it",
                        true});
   }
-  r.applied -= std::min(r.applied, dropped);
-  r.skipped += dropped;
+  r.applied -= std::min(r.applied, dropped.size());
+  r.skipped += dropped.size();
 }
 
 int rewriteCppSources(const XrewriteOptions& o, const formats::Schedule& schedule) {
@@ -189,6 +190,14 @@ int runXrewrite(const XrewriteOptions& o) {
       throw InputError("xrewrite", "give either a TorchScript model or --cpp sources, not both");
     if (o.in_place && o.check)
       throw InputError("xrewrite", "--in-place and --check exclude each other");
+    if (!o.output.empty())
+      throw InputError(o.output, "-o writes a TorchScript model; C++ sources are patched with "
+                                 "--in-place, or shown as a diff on standard output");
+    for (const auto& f : o.cpp_files)
+      if (!o.export_fixes.empty() && samePath(o.export_fixes, f))
+        throw InputError(o.export_fixes, "--export-fixes names a source to patch; write the "
+                                         "fixes to another file");
+    checkOutputPath(o.export_fixes); // before Clang's parses, not after
     bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");
     auto set = formats::DocumentSet::read(from_stdin ? "-" : o.schedule);
     const formats::Schedule schedule =

@@ -179,6 +179,10 @@ PY
 (cd bound/proj && xrewrite -s ../s.json --cpp main.cpp -- -std=c++17 -I../../mock -I../elsewhere) >bound.diff 2>bound.txt
 [[ ! -s bound.diff ]] || fail "a header outside the boundary was patched: $(cat bound.diff)"
 grep -q "helper.h: warning: skipped: outside the folders xrewrite patches" bound.txt || fail "no warning: $(cat bound.txt)"
+# One decision is one skip, whatever number of edits it makes (the fast form: a call, its closing
+# parenthesis and the runtime's #include).
+(cd bound/proj && xrewrite -s ../s.json --cpp main.cpp --form fast -- -std=c++17 -I../../mock -I../elsewhere) 2>bound-fast.txt >/dev/null
+grep -q '^xrewrite: 0 applied, 0 already applied, 0 not found, 1 skipped$' bound-fast.txt || fail "not counted once: $(cat bound-fast.txt)"
 (cd bound/proj && xrewrite -s ../s.json --cpp main.cpp --in-place -q -- -std=c++17 -I../../mock -I../elsewhere) 2>/dev/null
 grep -q 'auto kt = k.transpose(0, 1);' bound/elsewhere/helper.h || fail "--in-place patched a header outside the boundary"
 (cd bound/proj && xrewrite -s ../s.json --cpp main.cpp --root ../elsewhere -q -- -std=c++17 -I../../mock -I../elsewhere) >bound-root.diff
@@ -218,6 +222,16 @@ grep -q 'auto kt = k.transpose(0, 1).contiguous();' sym/impl/helper_impl.h ||
 (cd sym/src && xrewrite -s ../s.json --cpp main.cpp --root .. -q "${SYMFLAGS[@]}") >sym-again.diff
 [[ ! -s sym-again.diff ]] || fail "a second run through the link changes more: $(cat sym-again.diff)"
 
+# Outputs that cannot be written, or would clobber a source, are refused before Clang runs;
+# -o belongs to the TorchScript path.
+cp input.cpp keep.cpp
+expect_error 2 '^mock: error: is a directory' -- xrewrite -s schedule.json --cpp input.cpp --export-fixes mock "${FLAGS[@]}"
+expect_error 2 '^/nonexistent/f\.yaml: error: cannot write: folder' -- \
+  xrewrite -s schedule.json --cpp input.cpp --export-fixes /nonexistent/f.yaml "${FLAGS[@]}"
+expect_error 2 '^\./input\.cpp: error: --export-fixes names a source to patch' -- \
+  xrewrite -s schedule.json --cpp input.cpp --export-fixes ./input.cpp "${FLAGS[@]}"
+expect_error 2 '^out\.pt: error: -o writes a TorchScript model' -- xrewrite -s schedule.json --cpp input.cpp -o out.pt "${FLAGS[@]}"
+cmp -s input.cpp keep.cpp || fail "a refused run touched the source"
 expect_error 2 '^nothere\.cpp: error: cannot read file' -- xrewrite -s schedule.json --cpp nothere.cpp "${FLAGS[@]}"
 echo 'int main( {' >broken.cpp
 expect_error 2 '^broken\.cpp: error: cannot parse: .*broken\.cpp:1:' -- xrewrite -s schedule.json --cpp broken.cpp "${FLAGS[@]}"

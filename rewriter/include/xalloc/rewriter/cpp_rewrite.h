@@ -19,6 +19,7 @@ struct CppEdit {
   unsigned offset = 0;
   unsigned length = 0;
   std::string text;
+  std::size_t decision = 0; // the schedule's decision (index) that made it
 };
 
 struct CppNote {
