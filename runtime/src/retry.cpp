@@ -3,6 +3,8 @@
 
 #include "xalloc/runtime/ledger.h"
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -17,19 +19,22 @@ using detail::nowMs;
 
 RetryConfig RetryConfig::fromEnvironment() {
   RetryConfig c;
-  auto number = [](const char* var, double lo, double hi, double& out) {
+  auto number = [](const char* var, double lo, double hi, double& out, bool integer = false) {
     const char* v = std::getenv(var);
     if (!v || !*v)
       return;
     char* end = nullptr;
     const double x = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(x >= lo && x <= hi))
-      throw std::invalid_argument(std::string(var) + "='" + v + "': expected a number in [" +
-                                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (end == v || *end != '\0' || !(x >= lo && x <= hi) || (integer && x != std::floor(x))) {
+      char range[96];
+      std::snprintf(range, sizeof range, "%s in [%g, %g]", integer ? "an integer" : "a number", lo,
+                    hi);
+      throw std::invalid_argument(std::string(var) + "='" + v + "': expected " + range);
+    }
     out = x;
   };
   double attempts = c.max_attempts;
-  number("XALLOC_MAX_RETRIES", 0, 1e6, attempts);
+  number("XALLOC_MAX_RETRIES", 0, 1e6, attempts, true);
   c.max_attempts = static_cast<int>(attempts);
   number("XALLOC_BACKOFF_MS", 0, 6e4, c.backoff_ms);
   number("XALLOC_BACKOFF_MAX_MS", 0, 6e5, c.backoff_max_ms);

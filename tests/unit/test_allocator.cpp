@@ -299,6 +299,15 @@ TEST(Allocator, ConfigurationFromTheEnvironment) {
   ::setenv("XALLOC_STEPS", "none", 1);
   ::setenv("XALLOC_BACKOFF_MS", "soon", 1);
   EXPECT_THROW(RetryConfig::fromEnvironment(), std::invalid_argument);
+  // A retry count is a whole number, said with its range in plain numbers.
+  ::setenv("XALLOC_BACKOFF_MS", "1", 1);
+  ::setenv("XALLOC_MAX_RETRIES", "2.5", 1);
+  try {
+    RetryConfig::fromEnvironment();
+    ADD_FAILURE() << "XALLOC_MAX_RETRIES=2.5 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "XALLOC_MAX_RETRIES='2.5': expected an integer in [0, 1e+06]");
+  }
   for (const char* v :
        {"XALLOC_MAX_RETRIES", "XALLOC_BACKOFF_MS", "XALLOC_DEADLINE_MS", "XALLOC_STEPS"})
     ::unsetenv(v);
