@@ -3,7 +3,6 @@
 #include "xalloc/cppsource/anchors.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "xalloc/cppsource/ast.h"
 
@@ -15,16 +14,14 @@ std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
   auto db = compilationDatabase(build_dir, fixed_args);
   std::vector<bool> done(anchors.size(), false);
   std::size_t resolved = 0;
-  std::pair<std::string, std::string> given; // the file parsed: canonical, and as given
-  const OnParsed resolve = [&](ASTContext& ctx) {
+  const OnParsed resolve = [&](ASTContext& ctx, const std::string& given) {
     auto wanted = [&](const std::string& real, const std::string& spelled) {
       for (std::size_t i = 0; i < anchors.size(); ++i)
         if (!done[i] && (sameFile(anchors[i]->file, real) || sameFile(anchors[i]->file, spelled)))
           return true;
       return false;
     };
-    Collector c(ctx, wanted);
-    c.alias(given.first, given.second);
+    Collector c(ctx, wanted, given);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < anchors.size(); ++i) {
       formats::Anchor& a = *anchors[i];
@@ -47,10 +44,8 @@ std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
       }
     }
   };
-  for (const std::string& f : files) {
-    given = {canonical(f), std::filesystem::absolute(f).lexically_normal().string()};
+  for (const std::string& f : files)
     parseFile(*db, f, resolve);
-  }
   return resolved;
 }
 

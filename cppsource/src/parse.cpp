@@ -3,6 +3,7 @@
 #include "xalloc/cppsource/ast.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include <fcntl.h>
 #include <memory>
@@ -23,9 +24,11 @@ namespace xalloc::cppsource {
 
 namespace {
 
+using OnAst = std::function<void(ASTContext&)>;
+
 class Consumer : public ASTConsumer {
 public:
-  Consumer(const OnParsed& f, std::string& error, CompilerInstance& ci)
+  Consumer(const OnAst& f, std::string& error, CompilerInstance& ci)
       : f_(f), error_(error), ci_(ci) {}
   void HandleTranslationUnit(ASTContext& ctx) override {
     if (ci_.getDiagnostics().hasErrorOccurred()) {
@@ -38,30 +41,30 @@ public:
   }
 
 private:
-  const OnParsed& f_;
+  const OnAst& f_;
   std::string& error_;
   CompilerInstance& ci_;
 };
 
 class Action : public ASTFrontendAction {
 public:
-  Action(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
+  Action(const OnAst& f, std::string& error) : f_(f), error_(error) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
     return std::make_unique<Consumer>(f_, error_, ci);
   }
 
 private:
-  const OnParsed& f_;
+  const OnAst& f_;
   std::string& error_;
 };
 
 class Factory : public tooling::FrontendActionFactory {
 public:
-  Factory(const OnParsed& f, std::string& error) : f_(f), error_(error) {}
+  Factory(const OnAst& f, std::string& error) : f_(f), error_(error) {}
   std::unique_ptr<FrontendAction> create() override { return std::make_unique<Action>(f_, error_); }
 
 private:
-  const OnParsed& f_;
+  const OnAst& f_;
   std::string& error_;
 };
 
@@ -85,7 +88,11 @@ void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
   const std::string path = canonical(f);
   (void)readFile(f); // a clear error, in the name the user gave, for a missing file
   std::string error;
-  Factory factory(on_parsed, error);
+  const std::string given = std::filesystem::absolute(f).lexically_normal().string();
+  const OnAst with_name = [&](ASTContext& ctx) {
+    on_parsed(ctx, given);
+  };
+  Factory factory(with_name, error);
   tooling::ClangTool tool(db, {path});
   // Compile commands written for GCC may carry warning flags Clang does not know, and -Werror
   // would make them fatal: warnings are not ours to judge here, only the parse.

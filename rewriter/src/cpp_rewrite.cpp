@@ -117,7 +117,7 @@ public:
   Rewriter(const formats::Schedule& s, CppRewrite& out, bool async_calls)
       : s_(s), out_(out), async_calls_(async_calls) {}
 
-  void run(ASTContext& ctx) {
+  void run(ASTContext& ctx, const std::string& given) {
     // Files to look in: the main file, and any header that a decision still open names.
     auto wanted = [&](const std::string& real, const std::string& spelled) {
       for (std::size_t i = 0; i < s_.decisions.size(); ++i)
@@ -127,9 +127,8 @@ public:
           return true;
       return false;
     };
-    Collector c(ctx, wanted);
+    Collector c(ctx, wanted, given);
     collector_ = &c;
-    c.alias(given_.first, given_.second);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
       if (s_.decisions[i].action == formats::Action::None || handled_.count(i))
@@ -280,10 +279,6 @@ public:
   }
 
   const std::set<std::size_t>& handled() const { return handled_; }
-  /// The file about to be parsed, as given: its canonical path and its absolute name.
-  void given(const std::string& file) {
-    given_ = {canonical(file), fs::absolute(file).lexically_normal().string()};
-  }
 
 private:
   static std::int64_t lineOf(const std::string& content, unsigned offset) {
@@ -514,7 +509,6 @@ private:
   std::set<std::size_t> handled_;
   std::set<std::tuple<std::string, unsigned, unsigned>> edited_;
   std::set<std::string> include_added_;
-  std::pair<std::string, std::string> given_;
   std::size_t current_ = 0; // the decision being written
 };
 
@@ -526,13 +520,11 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
   CppRewrite out;
   auto db = compilationDatabase(build_dir, fixed_args);
   Rewriter rewriter(schedule, out, async_calls);
-  const OnParsed run = [&](ASTContext& ctx) {
-    rewriter.run(ctx);
+  const OnParsed run = [&](ASTContext& ctx, const std::string& given) {
+    rewriter.run(ctx, given);
   };
-  for (const std::string& f : files) {
-    rewriter.given(f);
+  for (const std::string& f : files)
     parseFile(*db, f, run);
-  }
   out.matched = rewriter.handled().size();
   // Decisions for files no parse reached (not given, nor included by a file given): a pre-commit
   // run on some files leaves the others' alone, but says so, per file, and counts them.

@@ -72,8 +72,10 @@ struct Candidate {
 class Collector : public RecursiveASTVisitor<Collector> {
 public:
   using Wanted = std::function<bool(const std::string& canonical, const std::string& spelled)>;
-  Collector(ASTContext& ctx, Wanted wanted)
-      : ctx_(ctx), sm_(ctx.getSourceManager()), wanted_(std::move(wanted)) {}
+  /// `given`: the main file's name as the user gave it (absolute), another name it is known by.
+  Collector(ASTContext& ctx, Wanted wanted, std::string given)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), wanted_(std::move(wanted)),
+        given_(std::move(given)) {}
 
   /// Whether an anchor's file names `file` (a canonical path collected from), by that path or
   /// by another name the file was reached by.
@@ -87,12 +89,6 @@ public:
           return true;
     return false;
   }
-  /// Another name of a collected file: the main file's as the user gave it.
-  void alias(const std::string& file, const std::string& name) {
-    if (name != file)
-      aliases_[file].insert(name);
-  }
-
   bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
   bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
   bool TraverseCXXConstructorDecl(CXXConstructorDecl* f) { return traverseFunction(f); }
@@ -149,7 +145,10 @@ private:
           (!sm_.isInSystemHeader(sm_.getLocForStartOfFile(id)) && wanted_(real, spelled))) {
         path = real;
         contents_.emplace(real, sm_.getBufferData(id).str());
-        alias(real, spelled);
+        auto& names = aliases_[real];
+        names.insert(spelled);
+        if (id == sm_.getMainFileID())
+          names.insert(given_);
       }
     }
     return targets_.emplace(id, std::move(path)).first->second ? &*targets_[id] : nullptr;
@@ -183,6 +182,7 @@ private:
   ASTContext& ctx_;
   SourceManager& sm_;
   Wanted wanted_;
+  std::string given_;
   std::map<FileID, std::optional<std::string>> targets_;
   std::map<std::string, std::set<std::string>> aliases_;
   const FunctionDecl* function_ = nullptr;
@@ -205,8 +205,9 @@ std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t
 Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
                      const formats::Anchor& a);
 
-/// What to do with each parsed translation unit.
-using OnParsed = std::function<void(ASTContext&)>;
+/// What to do with each parsed translation unit; `given` is the file's name as the user gave
+/// it, made absolute before Clang changes to the compile command's folder.
+using OnParsed = std::function<void(ASTContext&, const std::string& given)>;
 
 /// `fixed_args` (flags after `--`) when given, or else `build_dir`'s compile_commands.json.
 /// Throws InputError when the folder has none.
