@@ -1,12 +1,19 @@
 // xalloc::conv2d_packed and xalloc::linear_packed: frozen convolutions and linears whose weights
-// oneDNN packs once per input shape, with the activation after them fused (packed.h); and the
-// blocked regions' constants and broadcasts.
+// oneDNN packs once per input shape (a bounded LRU of shapes; shapes whose kernels read the same
+// packed layout share one copy of the weight), with the activation after them fused (packed.h).
+// Each call runs the shared primitive with a scratchpad of its own thread, so any number of
+// threads may call one op at once.
 #include "xalloc/runtime/packed.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/runtime/custom_operator.h>
-#include <torch/csrc/jit/runtime/operator.h>
-#include <torch/custom_class.h>
+
+#include "packed_checks.h"
 
 #ifdef XALLOC_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -21,6 +28,9 @@ constexpr std::pair<PostOp, const char*> kPostOps[] = {
     {PostOp::Sigmoid, "sigmoid"}, {PostOp::Gelu, "gelu"},
     {PostOp::Relu6, "relu6"},     {PostOp::Hardsigmoid, "hardsigmoid"},
     {PostOp::Tanh, "tanh"}};
+
+constexpr std::size_t kMaxCache = 4096;
+std::atomic<std::size_t> g_cache_capacity{0}; // 0: not read from the environment yet
 } // namespace
 
 std::optional<PostOp> parsePostOp(const std::string& name) {
@@ -47,6 +57,108 @@ std::optional<PostOp> postOpForAten(const std::string& kind) {
   if (k == "relu6" || k == "hardtanh" || k == "none")
     return std::nullopt; // relu6 is hardtanh(0, 6): the caller checks its bounds
   return parsePostOp(k);
+}
+
+std::size_t packedCacheCapacity() {
+  std::size_t c = g_cache_capacity.load();
+  if (c != 0)
+    return c;
+  c = 8;
+  if (const char* v = std::getenv("XALLOC_PACKED_CACHE"); v && *v) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    TORCH_CHECK(*v != '-' && *end == '\0' && errno == 0 && n >= 1 && n <= kMaxCache,
+                "XALLOC_PACKED_CACHE=", v, ": expected a whole number of input shapes from 1 to ",
+                kMaxCache);
+    c = static_cast<std::size_t>(n);
+  }
+  g_cache_capacity.store(c);
+  return c;
+}
+
+void setPackedCacheCapacity(std::size_t shapes) {
+  TORCH_CHECK(shapes >= 1 && shapes <= kMaxCache, "xalloc: a packed op keeps 1 to ", kMaxCache,
+              " input shapes, not ", shapes);
+  g_cache_capacity.store(shapes);
+}
+
+at::Tensor applyPostOp(const at::Tensor& y, PostOp p) {
+  switch (p) {
+  case PostOp::None:
+    return y;
+  case PostOp::Relu:
+    return at::relu(y);
+  case PostOp::Silu:
+    return at::silu(y);
+  case PostOp::Hardswish:
+    return at::hardswish(y);
+  case PostOp::Sigmoid:
+    return at::sigmoid(y);
+  case PostOp::Gelu:
+    return at::gelu(y);
+  case PostOp::Relu6:
+    return at::hardtanh(y, 0, 6);
+  case PostOp::Hardsigmoid:
+    return at::hardsigmoid(y);
+  case PostOp::Tanh:
+    return at::tanh(y);
+  }
+  return y;
+}
+
+namespace {
+constexpr const char* kConv = "xalloc::conv2d_packed";
+
+// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
+// a number out, where ATen's activations keep NaN.
+bool eatsNaN(PostOp p) {
+  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
+}
+constexpr const char* kLinear = "xalloc::linear_packed";
+
+// ATen's checks of a conv2d input (3-D unbatched or 4-D), in ATen's words where they exist.
+void checkConvInput(const at::Tensor& x, const PackedConv& c) {
+  detail::checkInput(x, kConv);
+  TORCH_CHECK(x.dim() == 4, kConv,
+              ": expected a 3-D (unbatched) or 4-D (batched) input, but got "
+              "input of size: ",
+              x.sizes());
+  const auto& w = c.weight.sizes();
+  TORCH_CHECK(x.size(1) == w[1] * c.groups, kConv, ": given groups=", c.groups, ", weight of size ",
+              w, ", expected input", x.sizes(), " to have ", w[1] * c.groups, " channels, but got ",
+              x.size(1), " channels instead");
+  TORCH_CHECK(x.size(0) == 0 || (x.size(2) > 0 && x.size(3) > 0), kConv,
+              ": only zero batch inputs may be empty, but got input shape: ", x.sizes());
+  for (int d = 0; d < 2; ++d) {
+    const std::int64_t padded = x.size(2 + d) + 2 * c.padding[d];
+    const std::int64_t span = c.dilation[d] * (w[2 + d] - 1) + 1;
+    TORCH_CHECK(padded >= span, kConv, ": calculated padded input size per channel: (",
+                x.size(2) + 2 * c.padding[0], " x ", x.size(3) + 2 * c.padding[1],
+                "). Kernel size: (", c.dilation[0] * (w[2] - 1) + 1, " x ",
+                c.dilation[1] * (w[3] - 1) + 1,
+                "). Kernel size can't be greater than actual input size");
+  }
+}
+
+std::vector<std::int64_t> convOutputSizes(const at::Tensor& x, const PackedConv& c) {
+  std::vector<std::int64_t> out{x.size(0), c.weight.size(0), 0, 0};
+  for (int d = 0; d < 2; ++d)
+    out[2 + d] =
+        (x.size(2 + d) + 2 * c.padding[d] - c.dilation[d] * (c.weight.size(2 + d) - 1) - 1) /
+            c.stride[d] +
+        1;
+  return out;
+}
+} // namespace
+
+at::Tensor PackedConv::reference(const at::Tensor& x) const {
+  return applyPostOp(
+      at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups), post);
+}
+
+at::Tensor PackedLinear::reference(const at::Tensor& x) const {
+  return applyPostOp(at::linear(x, weight, bias ? *bias : at::Tensor()), post);
 }
 
 #ifdef XALLOC_WITH_DNNL
@@ -102,159 +214,203 @@ dnnl::post_ops postOps(PostOp p) {
   return po;
 }
 
+// Every primitive is made for a scratchpad the caller passes (never the library's own, which
+// Debian's build shares between the threads that run one primitive).
+dnnl::primitive_attr userScratchpad(PostOp p) {
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(postOps(p));
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
+             std::unordered_map<int, dnnl::memory> args) {
+  const std::size_t bytes = scratch.get_size();
+  if (bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(scratch, engine(), detail::threadScratch(bytes)));
+  prim.execute(stream(), args);
+  stream().wait();
+}
+
+// The dense weight `plain_md` (data at `data`) packed into `packed_md` once.
+dnnl::memory packInto(const dnnl::memory::desc& plain_md, void* data,
+                      const dnnl::memory::desc& packed_md) {
+  dnnl::memory plain(plain_md, engine(), data);
+  dnnl::memory packed(packed_md, engine());
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::reorder::primitive_desc pd(plain, packed, attr);
+  execute(dnnl::reorder(pd), pd.scratchpad_desc(), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, packed}});
+  return packed;
+}
+
+// The packed copy among `list` whose layout is `md`, or a new one `make()` packs (and `list`
+// pruned of copies no cached shape uses any more).
+template <class W, class Make>
+std::shared_ptr<W> sharedWeights(std::mutex& m, std::vector<std::weak_ptr<W>>& list,
+                                 const dnnl::memory::desc& md, Make make) {
+  std::lock_guard<std::mutex> lock(m);
+  list.erase(std::remove_if(list.begin(), list.end(), [](const auto& w) { return w.expired(); }),
+             list.end());
+  for (const auto& w : list)
+    if (auto s = w.lock(); s && s->mem.get_desc() == md)
+      return s;
+  auto s = std::make_shared<W>(W{make()});
+  list.push_back(s);
+  return s;
+}
+
+template <class W> std::size_t liveCount(std::mutex& m, const std::vector<std::weak_ptr<W>>& l) {
+  std::lock_guard<std::mutex> lock(m);
+  return static_cast<std::size_t>(
+      std::count_if(l.begin(), l.end(), [](const auto& w) { return !w.expired(); }));
+}
+
 } // namespace
 
-struct PackedConv::Prepared {
-  std::vector<std::int64_t> input_sizes;
-  std::vector<std::int64_t> output_sizes;
-  dnnl::convolution_forward primitive;
-  dnnl::memory::desc src, dst;
-  dnnl::memory weights; // packed, owned by oneDNN
-  dnnl::memory bias;
+struct PackedConv::Weights {
+  dnnl::memory mem; // packed, owned by oneDNN
 };
 
-const PackedConv::Prepared& PackedConv::prepare(const at::Tensor& x) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& p : prepared_)
-    if (x.sizes().equals(p->input_sizes))
-      return *p;
+struct PackedConv::Prepared {
+  std::vector<std::int64_t> output_sizes;
+  dnnl::convolution_forward primitive;
+  dnnl::memory::desc src, dst, bias, scratch;
+  std::shared_ptr<Weights> weights;
+};
+
+std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
+  std::vector<std::int64_t> key = x.sizes().vec();
+  if (auto p = cache_.find(key))
+    return p;
   using dnnl::memory;
   const auto& w = weight.sizes();
-  const std::int64_t n = x.size(0), ic = x.size(1), h = x.size(2), wd = x.size(3);
   const std::int64_t oc = w[0], kh = w[2], kw = w[3];
-  TORCH_CHECK(ic == w[1] * groups, "xalloc::conv2d_packed: input has ", ic,
-              " channels, the weight expects ", w[1] * groups);
-  const std::int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
-  const std::int64_t ow = (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-  TORCH_CHECK(oh > 0 && ow > 0, "xalloc::conv2d_packed: the input is smaller than the kernel");
-
-  auto p = std::make_unique<Prepared>();
-  p->input_sizes = x.sizes().vec();
-  p->output_sizes = {n, oc, oh, ow};
+  auto p = std::make_shared<Prepared>();
+  p->output_sizes = convOutputSizes(x, *this);
   const auto f32 = memory::data_type::f32;
-  p->src = memory::desc({n, ic, h, wd}, f32, memory::format_tag::nhwc);
-  p->dst = memory::desc({n, oc, oh, ow}, f32, memory::format_tag::nhwc);
+  p->src = memory::desc(key, f32, memory::format_tag::nhwc);
+  p->dst = memory::desc(p->output_sizes, f32, memory::format_tag::nhwc);
   const memory::dims wdims =
       groups > 1 ? memory::dims{groups, oc / groups, w[1], kh, kw} : memory::dims{oc, w[1], kh, kw};
   const memory::desc w_any(wdims, f32, memory::format_tag::any);
-  const memory::desc b_md({oc}, f32, memory::format_tag::x);
+  p->bias = memory::desc({oc}, f32, memory::format_tag::x);
   const memory::dims strides{stride[0], stride[1]};
   const memory::dims dil{dilation[0] - 1, dilation[1] - 1};
   const memory::dims pad{padding[0], padding[1]};
   const auto desc =
       bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                              dnnl::algorithm::convolution_direct, p->src, w_any,
-                                             b_md, p->dst, strides, dil, pad, pad)
+                                             p->bias, p->dst, strides, dil, pad, pad)
            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                              dnnl::algorithm::convolution_direct, p->src, w_any,
                                              p->dst, strides, dil, pad, pad);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(post));
-  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+  const dnnl::convolution_forward::primitive_desc pd(desc, userScratchpad(post), engine());
   p->primitive = dnnl::convolution_forward(pd);
-
-  // The weight, packed once: from the dense (o, i, h, w) layout into what the kernel reads.
-  const at::Tensor dense = weight.contiguous();
-  const memory::desc plain_md(wdims, f32,
-                              groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
-  memory plain(plain_md, engine(), dense.data_ptr());
-  p->weights = memory(pd.weights_desc(), engine());
-  dnnl::reorder(plain, p->weights).execute(stream(), plain, p->weights);
-  if (bias) {
-    p->bias = memory(b_md, engine());
-    const at::Tensor b = bias->contiguous();
-    std::memcpy(p->bias.get_data_handle(), b.data_ptr(), static_cast<std::size_t>(oc) * 4);
-  }
-  stream().wait();
-  prepared_.push_back(std::move(p));
-  return *prepared_.back();
+  p->scratch = pd.scratchpad_desc();
+  const memory::desc plain(wdims, f32,
+                           groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
+  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(),
+                             [&] { return packInto(plain, weight.data_ptr(), pd.weights_desc()); });
+  return cache_.insert(std::move(key), std::move(p));
 }
 
 at::Tensor PackedConv::run(const at::Tensor& x_in) {
-  TORCH_CHECK(x_in.dim() == 4 && x_in.scalar_type() == at::kFloat && x_in.device().is_cpu(),
-              "xalloc::conv2d_packed: needs a 4-D float32 CPU input, got ", x_in.sizes(), " ",
-              x_in.scalar_type());
+  detail::checkOnCpu(weight, "xalloc.PackedConv", "weight");
+  if (x_in.defined() && x_in.dim() == 3)
+    return run(x_in.unsqueeze(0)).squeeze(0);
+  checkConvInput(x_in, *this);
   const at::Tensor x = x_in.contiguous(at::MemoryFormat::ChannelsLast);
-  const Prepared& p = prepare(x);
+  if (x.size(0) == 0)
+    return at::empty(convOutputSizes(x, *this),
+                     x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  if (detail::needsReference(x, eatsNaN(post), sum_bound_, bias_bound_))
+    return reference(x_in);
+  const auto p = prepare(x);
   at::Tensor out =
-      at::empty(p.output_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  dnnl::memory src(p.src, engine(), x.data_ptr());
-  dnnl::memory dst(p.dst, engine(), out.data_ptr());
+      at::empty(p->output_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}};
+      {DNNL_ARG_SRC, dnnl::memory(p->src, engine(), x.data_ptr())},
+      {DNNL_ARG_WEIGHTS, p->weights->mem},
+      {DNNL_ARG_DST, dnnl::memory(p->dst, engine(), out.data_ptr())}};
   if (bias)
-    args.emplace(DNNL_ARG_BIAS, p.bias);
-  p.primitive.execute(stream(), args);
-  stream().wait();
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), bias->data_ptr()));
+  execute(p->primitive, p->scratch, std::move(args));
   return out;
 }
 
-struct PackedLinear::Prepared {
-  std::int64_t rows = 0;
-  dnnl::inner_product_forward primitive;
-  dnnl::memory::desc src, dst;
-  dnnl::memory weights; // packed, owned by oneDNN
-  dnnl::memory bias;
+std::size_t PackedConv::packedWeights() const {
+  return liveCount(weights_mutex_, weights_);
+}
+
+struct PackedLinear::Weights {
+  dnnl::memory mem;
 };
 
-const PackedLinear::Prepared& PackedLinear::prepare(std::int64_t rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& p : prepared_)
-    if (p->rows == rows)
-      return *p;
+struct PackedLinear::Prepared {
+  dnnl::inner_product_forward primitive;
+  dnnl::memory::desc src, dst, bias, scratch;
+  std::shared_ptr<Weights> weights;
+};
+
+std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
+  if (auto p = cache_.find(rows))
+    return p;
   using dnnl::memory;
   const std::int64_t out = weight.size(0), in = weight.size(1);
-  auto p = std::make_unique<Prepared>();
-  p->rows = rows;
+  auto p = std::make_shared<Prepared>();
   const auto f32 = memory::data_type::f32;
   p->src = memory::desc({rows, in}, f32, memory::format_tag::nc);
   p->dst = memory::desc({rows, out}, f32, memory::format_tag::nc);
   const memory::desc w_any({out, in}, f32, memory::format_tag::any);
-  const memory::desc b_md({out}, f32, memory::format_tag::x);
+  p->bias = memory::desc({out}, f32, memory::format_tag::x);
   const auto desc = bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             p->src, w_any, b_md, p->dst)
+                                                             p->src, w_any, p->bias, p->dst)
                          : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
                                                              p->src, w_any, p->dst);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(post));
-  const dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine());
+  const dnnl::inner_product_forward::primitive_desc pd(desc, userScratchpad(post), engine());
   p->primitive = dnnl::inner_product_forward(pd);
-  memory plain(memory::desc({out, in}, f32, memory::format_tag::oi), engine(), weight.data_ptr());
-  p->weights = memory(pd.weights_desc(), engine());
-  dnnl::reorder(plain, p->weights).execute(stream(), plain, p->weights);
-  if (bias) {
-    p->bias = memory(b_md, engine());
-    const at::Tensor b = bias->contiguous();
-    std::memcpy(p->bias.get_data_handle(), b.data_ptr(), static_cast<std::size_t>(out) * 4);
-  }
-  stream().wait();
-  prepared_.push_back(std::move(p));
-  return *prepared_.back();
+  p->scratch = pd.scratchpad_desc();
+  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(), [&] {
+    return packInto(memory::desc({out, in}, f32, memory::format_tag::oi), weight.data_ptr(),
+                    pd.weights_desc());
+  });
+  return cache_.insert(rows, std::move(p));
 }
 
 at::Tensor PackedLinear::run(const at::Tensor& x_in) {
-  TORCH_CHECK(x_in.dim() >= 1 && x_in.scalar_type() == at::kFloat && x_in.device().is_cpu(),
-              "xalloc::linear_packed: needs a float32 CPU input, got ", x_in.scalar_type());
-  const std::int64_t in = weight.size(1);
-  TORCH_CHECK(x_in.size(-1) == in, "xalloc::linear_packed: the input has ", x_in.size(-1),
-              " features, the weight expects ", in);
+  detail::checkOnCpu(weight, "xalloc.PackedLinear", "weight");
+  detail::checkInput(x_in, kLinear);
+  TORCH_CHECK(x_in.dim() >= 1, kLinear,
+              ": both arguments to linear need to be at least 1D, but they are ", x_in.dim(),
+              "D and 2D");
+  const std::int64_t in = weight.size(1), outs = weight.size(0);
+  TORCH_CHECK(x_in.size(-1) == in, kLinear, ": mat1 and mat2 shapes cannot be multiplied (",
+              x_in.numel() / std::max<std::int64_t>(x_in.size(-1), 1), "x", x_in.size(-1), " and ",
+              in, "x", outs, ")");
   const at::Tensor x = x_in.contiguous();
   const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
+  // No features: ATen's result is the bias (then the activation); no rows: an empty result.
+  if (in == 0 || rows == 0 || outs == 0 ||
+      detail::needsReference(x, eatsNaN(post), sum_bound_, bias_bound_))
+    return reference(x_in);
+  const auto p = prepare(rows);
   std::vector<std::int64_t> sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
+  sizes.back() = outs;
   at::Tensor out = at::empty(sizes, x.options());
-  if (rows == 0)
-    return out;
-  const Prepared& p = prepare(rows);
-  dnnl::memory src(p.src, engine(), x.data_ptr());
-  dnnl::memory dst(p.dst, engine(), out.data_ptr());
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}};
+      {DNNL_ARG_SRC, dnnl::memory(p->src, engine(), x.data_ptr())},
+      {DNNL_ARG_WEIGHTS, p->weights->mem},
+      {DNNL_ARG_DST, dnnl::memory(p->dst, engine(), out.data_ptr())}};
   if (bias)
-    args.emplace(DNNL_ARG_BIAS, p.bias);
-  p.primitive.execute(stream(), args);
-  stream().wait();
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), bias->data_ptr()));
+  execute(p->primitive, p->scratch, std::move(args));
   return out;
+}
+
+std::size_t PackedLinear::packedWeights() const {
+  return liveCount(weights_mutex_, weights_);
 }
 
 #else
@@ -262,41 +418,79 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
 bool hasPackedConv() {
   return false;
 }
-struct PackedLinear::Prepared {};
-const PackedLinear::Prepared& PackedLinear::prepare(std::int64_t) {
-  TORCH_CHECK(false, "xalloc::linear_packed: this runtime was built without oneDNN");
-}
-at::Tensor PackedLinear::run(const at::Tensor& x) {
-  (void)x;
-  (void)prepare(0);
-  return {};
-}
 struct PackedConv::Prepared {};
-const PackedConv::Prepared& PackedConv::prepare(const at::Tensor&) {
-  TORCH_CHECK(false, "xalloc::conv2d_packed: this runtime was built without oneDNN");
+struct PackedConv::Weights {};
+struct PackedLinear::Prepared {};
+struct PackedLinear::Weights {};
+at::Tensor PackedConv::run(const at::Tensor&) {
+  TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
 }
-at::Tensor PackedConv::run(const at::Tensor& x) {
-  (void)prepare(x);
-  return {};
+at::Tensor PackedLinear::run(const at::Tensor&) {
+  TORCH_CHECK(false, kLinear, ": this runtime was built without oneDNN");
+}
+std::size_t PackedConv::packedWeights() const {
+  return 0;
+}
+std::size_t PackedLinear::packedWeights() const {
+  return 0;
 }
 
 #endif
+
+std::size_t PackedConv::preparedShapes() const {
+  return cache_.size();
+}
+std::size_t PackedLinear::preparedShapes() const {
+  return cache_.size();
+}
 
 PackedConv::PackedConv(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
                        std::vector<std::int64_t> stride_in, std::vector<std::int64_t> padding_in,
                        std::vector<std::int64_t> dilation_in, std::int64_t groups_in,
                        std::string post_op)
     : weight(std::move(weight_in)), bias(std::move(bias_in)), stride(std::move(stride_in)),
-      padding(std::move(padding_in)), dilation(std::move(dilation_in)), groups(groups_in) {
-  TORCH_CHECK(weight.dim() == 4 && weight.scalar_type() == at::kFloat,
-              "xalloc.PackedConv: needs a 4-D float32 weight");
-  TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2 && groups >= 1,
-              "xalloc.PackedConv: stride, padding and dilation take two numbers each");
-  TORCH_CHECK(weight.size(0) % groups == 0, "xalloc.PackedConv: groups must divide the outputs");
+      padding(std::move(padding_in)), dilation(std::move(dilation_in)), groups(groups_in),
+      cache_(packedCacheCapacity()) {
+  constexpr const char* who = "xalloc.PackedConv";
+  detail::checkStoredTensor(weight, who, "weight");
+  TORCH_CHECK(weight.dim() == 4, who, ": needs a 4-D weight (out, in/groups, kh, kw), got ",
+              weight.sizes());
+  for (std::int64_t d = 0; d < 4; ++d)
+    TORCH_CHECK(weight.size(d) >= 1, who, ": the weight has an empty dimension: ", weight.sizes());
+  TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, who,
+              ": stride, padding and dilation take two numbers each, got ", stride.size(), ", ",
+              padding.size(), " and ", dilation.size());
+  constexpr std::int64_t kMaxParam = std::int64_t{1} << 31;
+  for (int d = 0; d < 2; ++d) {
+    TORCH_CHECK(stride[d] >= 1 && stride[d] < kMaxParam, who,
+                ": non-positive stride is not "
+                "supported (stride ",
+                c10::IntArrayRef(stride), ")");
+    TORCH_CHECK(padding[d] >= 0 && padding[d] < kMaxParam, who,
+                ": negative padding is not supported (padding ", c10::IntArrayRef(padding), ")");
+    TORCH_CHECK(dilation[d] >= 1 && dilation[d] < kMaxParam, who,
+                ": dilation should be greater than zero (dilation ", c10::IntArrayRef(dilation),
+                ")");
+  }
+  TORCH_CHECK(groups >= 1, who, ": non-positive groups is not supported (groups ", groups, ")");
+  TORCH_CHECK(weight.size(0) % groups == 0, who, ": groups=", groups, " must divide the weight's ",
+              weight.size(0), " outputs");
+  if (bias) {
+    detail::checkStoredTensor(*bias, who, "bias");
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), who,
+                ": the bias needs one value per output (", weight.size(0), "), got sizes ",
+                bias->sizes());
+  }
   const auto p = parsePostOp(post_op);
-  TORCH_CHECK(p, "xalloc.PackedConv: unknown post-op '", post_op, "'");
+  TORCH_CHECK(p, who, ": unknown post-op '", post_op, "'");
   post = *p;
   weight = weight.contiguous();
+  if (bias)
+    *bias = bias->contiguous();
+  if (weight.device().is_cpu()) {
+    sum_bound_ = detail::rowSumBound(weight);
+    bias_bound_ = bias ? detail::maxAbs(*bias) : 0.0;
+  }
 }
 
 PackedConv::~PackedConv() = default;
@@ -307,15 +501,26 @@ PackedConv::State PackedConv::state() const {
 
 PackedLinear::PackedLinear(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
                            std::string post_op)
-    : weight(std::move(weight_in)), bias(std::move(bias_in)) {
-  TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == at::kFloat,
-              "xalloc.PackedLinear: needs a 2-D float32 weight");
-  TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == weight.size(0)),
-              "xalloc.PackedLinear: the bias needs one value per output");
+    : weight(std::move(weight_in)), bias(std::move(bias_in)), cache_(packedCacheCapacity()) {
+  constexpr const char* who = "xalloc.PackedLinear";
+  detail::checkStoredTensor(weight, who, "weight");
+  TORCH_CHECK(weight.dim() == 2, who, ": needs a 2-D weight (out, in), got ", weight.sizes());
+  if (bias) {
+    detail::checkStoredTensor(*bias, who, "bias");
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), who,
+                ": the bias needs one value per output (", weight.size(0), "), got sizes ",
+                bias->sizes());
+  }
   const auto p = parsePostOp(post_op);
-  TORCH_CHECK(p, "xalloc.PackedLinear: unknown post-op '", post_op, "'");
+  TORCH_CHECK(p, who, ": unknown post-op '", post_op, "'");
   post = *p;
   weight = weight.contiguous();
+  if (bias)
+    *bias = bias->contiguous();
+  if (weight.device().is_cpu()) {
+    sum_bound_ = detail::rowSumBound(weight);
+    bias_bound_ = bias ? detail::maxAbs(*bias) : 0.0;
+  }
 }
 
 PackedLinear::~PackedLinear() = default;
@@ -323,101 +528,5 @@ PackedLinear::~PackedLinear() = default;
 PackedLinear::State PackedLinear::state() const {
   return {weight, bias, postOpName(post)};
 }
-
-MkldnnConstant::MkldnnConstant(at::Tensor dense_in, std::vector<std::int64_t> conv_in)
-    : dense(std::move(dense_in)), conv(std::move(conv_in)) {
-  TORCH_CHECK(dense.scalar_type() == at::kFloat && dense.dim() > 0,
-              "xalloc.MkldnnConstant: needs a float32 tensor");
-  dense = dense.contiguous();
-  mkldnn = dense.to_mkldnn();
-  if (!conv.empty()) {
-    TORCH_CHECK(conv.size() == 7 && dense.dim() == 4,
-                "xalloc.MkldnnConstant: a 2-D convolution's weight takes [padding, stride, "
-                "dilation, groups] (7 numbers)");
-    mkldnn = at::mkldnn_reorder_conv2d_weight(mkldnn, {conv[0], conv[1]}, {conv[2], conv[3]},
-                                              {conv[4], conv[5]}, conv[6]);
-  }
-}
-
-namespace {
-
-// mkldnn tensors cannot be expanded or viewed: a broadcast operand is reshaped when it has as
-// many elements as the result, else expanded densely and converted back (what torch's own
-// prim::BroadcastMKLDNNTensors does; that op has no schema, so a model holding it cannot be
-// saved and loaded again).
-std::tuple<at::Tensor, at::Tensor> broadcastMkldnn(const at::Tensor& a, const at::Tensor& b) {
-  if (a.sizes().equals(b.sizes()))
-    return {a, b};
-  const auto out = at::infer_size(a.sizes(), b.sizes());
-  std::int64_t numel = 1;
-  for (auto s : out)
-    numel *= s;
-  auto fit = [&](const at::Tensor& t) -> at::Tensor {
-    if (t.sizes().equals(out))
-      return t;
-    if (t.numel() == numel)
-      return t.reshape(out);
-    return t.to_dense().expand(out).to_mkldnn();
-  };
-  return {fit(a), fit(b)};
-}
-
-const auto kPackedConvClass =
-    torch::class_<PackedConv>("xalloc", "PackedConv")
-        .def(torch::init<at::Tensor, c10::optional<at::Tensor>, std::vector<std::int64_t>,
-                         std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t,
-                         std::string>())
-        .def("run", &PackedConv::run)
-        .def_pickle([](const c10::intrusive_ptr<PackedConv>& self) { return self->state(); },
-                    [](PackedConv::State s) {
-                      auto& [w, b, st, pad, dil, g, post] = s;
-                      return c10::make_intrusive<PackedConv>(w, b, st, pad, dil, g, post);
-                    });
-
-const auto kPackedLinearClass =
-    torch::class_<PackedLinear>("xalloc", "PackedLinear")
-        .def(torch::init<at::Tensor, c10::optional<at::Tensor>, std::string>())
-        .def("run", &PackedLinear::run)
-        .def_pickle([](const c10::intrusive_ptr<PackedLinear>& self) { return self->state(); },
-                    [](PackedLinear::State s) {
-                      return c10::make_intrusive<PackedLinear>(std::get<0>(s), std::get<1>(s),
-                                                               std::get<2>(s));
-                    });
-
-using MkldnnState = std::tuple<at::Tensor, std::vector<std::int64_t>>;
-const auto kMkldnnConstantClass =
-    torch::class_<MkldnnConstant>("xalloc", "MkldnnConstant")
-        .def(torch::init<at::Tensor, std::vector<std::int64_t>>())
-        .def_pickle(
-            [](const c10::intrusive_ptr<MkldnnConstant>& self) {
-              return MkldnnState{self->dense, self->conv};
-            },
-            [](MkldnnState s) {
-              return c10::make_intrusive<MkldnnConstant>(std::get<0>(s), std::get<1>(s));
-            });
-
-TORCH_LIBRARY_FRAGMENT(xalloc, m) {
-  m.def("conv2d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor",
-        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) { return w->run(x); });
-  m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",
-        [](const at::Tensor& x, const c10::intrusive_ptr<PackedLinear>& w) { return w->run(x); });
-  m.def("mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor",
-        [](const c10::intrusive_ptr<MkldnnConstant>& c) { return c->mkldnn; });
-}
-
-// A JIT operator, as libtorch registers its own: through the dispatcher (TORCH_LIBRARY), the
-// expanded operand came out such that an in-place MKLDNN mul on it took 100 ms instead of 0.8
-// (a squeeze-and-excitation scale at batch 8).
-const torch::jit::RegisterOperators kBroadcastOp({torch::jit::Operator(
-    "xalloc::broadcast_mkldnn(Tensor a, Tensor b) -> (Tensor, Tensor)",
-    [](torch::jit::Stack& stack) {
-      at::Tensor b = torch::jit::pop(stack).toTensor();
-      at::Tensor a = torch::jit::pop(stack).toTensor();
-      auto [x, y] = broadcastMkldnn(a, b);
-      torch::jit::push(stack, std::move(x), std::move(y));
-    },
-    c10::AliasAnalysisKind::FROM_SCHEMA)});
-
-} // namespace
 
 } // namespace xalloc::runtime

@@ -184,8 +184,8 @@ torch::jit::Stack runGraph(const std::string& ir, const at::Tensor& x) {
 
 TEST(Async, TorchScriptOpRunsInAGraph) {
   // contiguous_async and contiguous; conv2d_packed, linear_packed, mkldnn_constant and
-  // broadcast_mkldnn (packed.h).
-  ASSERT_EQ(loadOps(), 6);
+  // broadcast_mkldnn (packed.h); to_blocked, blocked_relu(_) and blocked_max_pool2d.
+  ASSERT_EQ(loadOps(), 10);
   at::Tensor x = at::randn({123, 77});
   const auto out = runGraph(R"IR(
 graph(%x : Tensor):

@@ -207,7 +207,7 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
     }
     if (c.target == LayoutTarget::Blocked) {
       EXPECT_EQ(count(*f.graph, "prim::mkldnn_convolution"), 5u);
-      EXPECT_GE(count(*f.graph, "aten::to_mkldnn"), 1u);
+      EXPECT_GE(count(*f.graph, "xalloc::to_blocked"), 1u);
       EXPECT_GE(count(*f.graph, "aten::to_dense"), 1u);
       EXPECT_EQ(count(*f.graph, "prim::BroadcastMKLDNNTensors"), 0u);
     }

@@ -400,8 +400,10 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
       writers.push_back(n);
   Converter to_mkldnn(g, writers), to_dense(g, writers);
   Value* none = topConstant(g, c10::IValue());
+  // Entries go through xalloc::to_blocked: aten::to_mkldnn that refuses, in one line, an input
+  // that wants gradients (MKLDNN ops compute none; the output would come back detached).
   auto makeMkldnn = [&](Value* v) {
-    Node* n = g.create(sym("aten::to_mkldnn"), {v, none});
+    Node* n = g.create(sym("xalloc::to_blocked"), {v});
     n->output()->setType(v->type());
     return n;
   };
@@ -472,9 +474,17 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
         {"aten::hardsigmoid", "prim::MKLDNNHardSigmoid"},
         {"aten::hardsigmoid_", "prim::MKLDNNHardSigmoid_"},
         {"aten::relu6", "prim::MKLDNNRelu6"},
-        {"aten::relu6_", "prim::MKLDNNRelu6_"}};
+        {"aten::relu6_", "prim::MKLDNNRelu6_"},
+        // libtorch's MKLDNN relu and max pooling turn NaN into 0 (oneDNN's max); the runtime's
+        // forms keep it as ATen does.
+        {"aten::relu", "xalloc::blocked_relu"},
+        {"aten::relu_", "xalloc::blocked_relu_"},
+        {"aten::max_pool2d", "xalloc::blocked_max_pool2d"}};
     if (auto it = renamed.find(k); it != renamed.end()) {
-      Node* m = place(g.create(sym(it->second.c_str()), {n->input(0)}), n, n);
+      const bool pool = k == "aten::max_pool2d";
+      Node* m = place(
+          g.create(sym(it->second.c_str()), pool ? n->inputs() : at::ArrayRef<Value*>{n->input(0)}),
+          n, n);
       m->output()->setType(n->output()->type());
       mk.erase(n);
       mk.insert(m);
@@ -492,7 +502,7 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
       // pass does (InplaceMKLDNNSubgraph). Tensor-tensor add and mul (alpha 1) commute.
       if (!layoutFamily(n).in_place) {
         auto deadAfter = [&](Value* v) {
-          if (!mk.count(v->node()) && v->node()->kind() != sym("aten::to_mkldnn"))
+          if (!mk.count(v->node()) && v->node()->kind() != sym("xalloc::to_blocked"))
             return false; // not a tensor of the region's own making
           for (const auto& u : v->uses())
             if (u.user != b && !topLevel(u.user, g.block())->isBefore(n))

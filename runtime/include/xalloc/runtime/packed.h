@@ -14,6 +14,7 @@
 // Both classes pickle their dense weight and parameters; loading lays the weight out again.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/custom_class.h>
+
+#include "xalloc/runtime/lru_cache.h"
 
 namespace xalloc::runtime {
 
@@ -40,6 +43,32 @@ std::optional<PostOp> postOpForAten(const std::string& kind);
 /// True when the runtime was built with oneDNN (conv2d_packed and linear_packed exist).
 bool hasPackedConv();
 
+/// How many input shapes each packed op keeps prepared (a oneDNN primitive, and the weight
+/// packed for it, per input shape; shapes whose primitives read the same packed layout share one
+/// copy of the weight): `XALLOC_PACKED_CACHE`, a whole number from 1 to 4096, default 8; the
+/// least recently used shape is dropped beyond it. Read at the first packed call.
+std::size_t packedCacheCapacity();
+/// Sets it for packed ops made from now on (1 to 4096), for C++ callers and tests.
+void setPackedCacheCapacity(std::size_t shapes);
+
+/// The ATen ops a post-op stands for, applied to y (what the rewritten graph replaced).
+at::Tensor applyPostOp(const at::Tensor& y, PostOp p);
+
+/// The contract every packed op keeps (docs/runtime-ops.md):
+/// - many threads may call one op at once: the prepared primitives are shared read-only behind a
+///   bounded LRU (packedCacheCapacity), and each call brings its own oneDNN scratchpad (user
+///   mode; Debian's libdnnl otherwise shares one per primitive, and wrong results come back);
+/// - an input ATen refuses is refused with ATen's kind of message, and edge shapes (an empty
+///   batch, zero input features) give ATen's result;
+/// - NaN and infinity come out where ATen's do: an input that is not finite, or so large that a
+///   reordered sum could overflow where ATen's would not, is computed by ATen's own ops
+///   (`reference`), as it is when gradients are wanted (grad mode on and the input requiring
+///   grad): the output then carries ATen's autograd history, never a detached result;
+/// - every argument is checked at construction (so also when a model file is loaded): sizes,
+///   dtypes, strides, dilations, padding, groups, and that each tensor's storage holds what its
+///   sizes reach; a weight not on the CPU (a model loaded with map_location="meta") is refused
+///   when the op is called.
+
 /// A 2-D convolution (any groups, stride, padding, dilation) with its weight packed for oneDNN.
 struct PackedConv : torch::CustomClassHolder {
   PackedConv(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<std::int64_t> stride,
@@ -47,14 +76,19 @@ struct PackedConv : torch::CustomClassHolder {
              std::int64_t groups, std::string post_op);
   ~PackedConv() override;
 
-  /// The convolution of x (N, C, H, W; any layout, channels-last is read in place) followed by
-  /// the post-op: a channels-last output.
+  /// The convolution of x (N, C, H, W, or C, H, W unbatched; any layout, channels-last is read
+  /// in place) followed by the post-op: a channels-last output.
   at::Tensor run(const at::Tensor& x);
+  /// The same with ATen's conv2d and activation.
+  at::Tensor reference(const at::Tensor& x) const;
 
   using State =
       std::tuple<at::Tensor, c10::optional<at::Tensor>, std::vector<std::int64_t>,
                  std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t, std::string>;
   State state() const;
+  /// Input shapes prepared now (at most packedCacheCapacity()), and distinct packed weights.
+  std::size_t preparedShapes() const;
+  std::size_t packedWeights() const;
 
   at::Tensor weight;
   c10::optional<at::Tensor> bias;
@@ -62,11 +96,17 @@ struct PackedConv : torch::CustomClassHolder {
   std::int64_t groups = 1;
   PostOp post = PostOp::None;
 
-private:
   struct Prepared;
-  const Prepared& prepare(const at::Tensor& x);
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Prepared>> prepared_; // one per input shape seen
+  struct Weights;
+
+private:
+  std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
+  std::shared_ptr<Weights> packWeights(const void* pd);
+  LruCache<std::vector<std::int64_t>, Prepared> cache_;
+  mutable std::mutex weights_mutex_;
+  std::vector<std::weak_ptr<Weights>> weights_; // packed layouts in use by cached shapes
+  double sum_bound_ = 0;                        // max over outputs of sum |w| (+inf: not finite)
+  double bias_bound_ = 0;                       // max |b|
 };
 
 /// A linear (x W^T + b) with its weight packed for oneDNN's inner product, the activation after
@@ -76,19 +116,27 @@ struct PackedLinear : torch::CustomClassHolder {
   PackedLinear(at::Tensor weight, c10::optional<at::Tensor> bias, std::string post_op);
   ~PackedLinear() override;
   at::Tensor run(const at::Tensor& x);
+  at::Tensor reference(const at::Tensor& x) const;
 
   using State = std::tuple<at::Tensor, c10::optional<at::Tensor>, std::string>;
   State state() const;
+  std::size_t preparedShapes() const;
+  std::size_t packedWeights() const;
 
   at::Tensor weight; // [out, in]
   c10::optional<at::Tensor> bias;
   PostOp post = PostOp::None;
 
-private:
   struct Prepared;
-  const Prepared& prepare(std::int64_t rows);
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Prepared>> prepared_; // one per number of rows seen
+  struct Weights;
+
+private:
+  std::shared_ptr<const Prepared> prepare(std::int64_t rows);
+  std::shared_ptr<Weights> packWeights(const void* pd);
+  LruCache<std::int64_t, Prepared> cache_;
+  mutable std::mutex weights_mutex_;
+  std::vector<std::weak_ptr<Weights>> weights_;
+  double sum_bound_ = 0, bias_bound_ = 0;
 };
 
 /// A constant of a blocked (oneDNN) region: the dense tensor as saved, and the MKLDNN tensor
@@ -96,8 +144,12 @@ private:
 /// `mkldnn_reorder_conv2d_weight` does, exactly what torch's frozen-ops-to-MKLDNN pass does).
 struct MkldnnConstant : torch::CustomClassHolder {
   /// `conv` empty: a plain to_mkldnn (a bias, a linear's weight); else [padding.., stride..,
-  /// dilation.., groups] of the convolution whose weight this is (2-D: 7 numbers).
+  /// dilation.., groups] of the convolution whose weight this is (2-D: 7 numbers), each checked
+  /// (padding >= 0, stride, dilation and groups >= 1, groups dividing the outputs). A tensor not
+  /// on the CPU is kept as it is and refused when the constant is used.
   MkldnnConstant(at::Tensor dense, std::vector<std::int64_t> conv);
+  /// The MKLDNN tensor (an error when the dense tensor was not on the CPU).
+  const at::Tensor& get() const;
   at::Tensor dense;
   std::vector<std::int64_t> conv;
   at::Tensor mkldnn;

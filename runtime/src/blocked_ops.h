@@ -1,0 +1,21 @@
+// The raw buffer of an MKLDNN tensor (oneDNN's blocked layouts, padded lanes included), for the
+// blocked regions' ops that must see every element: libtorch's own MKLDNN relu and max pooling
+// drop NaN (oneDNN's max), where ATen keeps it.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace xalloc::runtime::detail {
+
+struct MkldnnBuffer {
+  float* data = nullptr;
+  std::int64_t elements = 0; ///< physical: padded lanes (zero) included
+};
+
+/// The buffer of a float32 MKLDNN tensor; an error naming `op` when it cannot be read as one
+/// (a libtorch whose MKLDNN tensors are laid out otherwise).
+MkldnnBuffer mkldnnBuffer(const at::Tensor& t, const char* op);
+
+} // namespace xalloc::runtime::detail

@@ -1,0 +1,57 @@
+// The scans are integer reductions over the floats' bits (|x| is the bits without the sign; a
+// non-finite value has every exponent bit set), which the compiler vectorizes without changing
+// any result: integer max is associative, float max would not be (NaN).
+#include "finite_scan.h"
+
+#include <cstring>
+
+namespace xalloc::runtime {
+
+namespace {
+constexpr std::uint32_t kAbsMask = 0x7fffffffu;
+constexpr std::uint32_t kInfBits = 0x7f800000u;
+
+__attribute__((target_clones("avx2", "default"))) std::uint32_t
+maxAbsBits(const std::uint32_t* bits, std::int64_t n) {
+  std::uint32_t m = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t a = bits[i] & kAbsMask;
+    m = a > m ? a : m;
+  }
+  return m;
+}
+} // namespace
+
+FloatScan scanFloats(const float* p, std::int64_t n) {
+  FloatScan s;
+  if (n <= 0)
+    return s;
+  const std::uint32_t m = maxAbsBits(reinterpret_cast<const std::uint32_t*>(p), n);
+  s.finite = m < kInfBits;
+  s.has_nan = m > kInfBits;
+  if (s.finite)
+    std::memcpy(&s.max_abs, &m, sizeof m);
+  else if (!s.has_nan)
+    s.has_nan = anyNaN(p, n); // the largest is an infinity: a NaN may still be there
+  return s;
+}
+
+bool anyNaN(const float* p, std::int64_t n) {
+  if (n <= 0)
+    return false;
+  // NaN is the only value whose magnitude bits exceed infinity's; count those in blocks so the
+  // loop stays a plain vectorizable reduction.
+  const auto* bits = reinterpret_cast<const std::uint32_t*>(p);
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t i = 0; i < n; i += kBlock) {
+    const std::int64_t len = n - i < kBlock ? n - i : kBlock;
+    std::uint32_t nan = 0;
+    for (std::int64_t j = 0; j < len; ++j)
+      nan |= static_cast<std::uint32_t>((bits[i + j] & kAbsMask) > kInfBits);
+    if (nan)
+      return true;
+  }
+  return false;
+}
+
+} // namespace xalloc::runtime

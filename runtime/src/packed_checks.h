@@ -1,0 +1,45 @@
+// What the packed ops check of their arguments and inputs, and the thread-local oneDNN
+// scratchpad each call brings (packed.h states the contract).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace xalloc::runtime::detail {
+
+/// A tensor argument of a packed class: defined, strided, float32 unless `any_dtype`, and a
+/// storage that holds every element its sizes, strides and offset reach (a model file can say
+/// anything). `who` and `what` name it in the message ("xalloc.PackedConv", "weight").
+void checkStoredTensor(const at::Tensor& t, const char* who, const char* what);
+
+/// A tensor the op will read now: on the CPU (a meta or CUDA tensor is refused in one line
+/// that says how the model was probably loaded).
+void checkOnCpu(const at::Tensor& t, const char* who, const char* what);
+
+/// An op input: defined, a strided CPU tensor of float32 (ATen's kind of message otherwise).
+void checkInput(const at::Tensor& x, const char* op);
+
+/// The largest sum of |w| over one output's weights (rows of `w` viewed as [outputs, -1]), +inf
+/// when a weight is not finite: with every |x| <= m, no partial sum of an output exceeds m times
+/// this (plus |bias|), in any order of summation.
+double rowSumBound(const at::Tensor& w);
+/// max |b|, +inf when a value is not finite (0 for an undefined b).
+double maxAbs(const at::Tensor& b);
+
+/// True when the input must take ATen's path: gradients wanted (grad mode on and x requiring
+/// grad, or a forward-mode tangent); and, when the fused activation turns NaN into a number
+/// (`eats_nan`: oneDNN's relu, clip and hard sigmoid), an input that is not finite, or so large
+/// that a sum in another order could overflow (then become NaN, then 0). x must be dense.
+bool needsReference(const at::Tensor& x, bool eats_nan, double sum_bound, double bias_bound);
+/// The gradient part of needsReference alone.
+bool wantsGradient(const at::Tensor& x);
+
+/// A buffer of at least `bytes` (64-byte aligned) owned by the calling thread, reused by its
+/// next call: each call's oneDNN scratchpad, so two threads never share one. It grows to the
+/// largest size the thread has asked for and is freed when the thread ends.
+void* threadScratch(std::size_t bytes);
+
+} // namespace xalloc::runtime::detail

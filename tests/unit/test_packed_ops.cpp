@@ -1,0 +1,332 @@
+// The runtime's packed ops keep the op contract (packed.h, docs/runtime-ops.md): many threads at
+// once on one op give one thread's results; NaN and infinity come out where ATen's do (also
+// through the fused relu, relu6 and hard sigmoid, and the blocked regions' relu and max pooling);
+// gradients are ATen's, or one clear error in blocked regions; bad arguments (from a model file
+// too) are exceptions, not signals; inputs ATen refuses are refused and its edge shapes give its
+// results; the per-shape cache stays within its bound.
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include "xalloc/runtime/async.h"
+#include "xalloc/runtime/packed.h"
+
+using namespace xalloc::runtime;
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  std::int64_t in, out, k, stride, pad, groups;
+  const char* post;
+};
+
+// A dense 3x3, a depthwise 3x3 and a pointwise 1x1, as MobileNet and ResNet have them.
+const ConvCase kConvs[] = {{"dense 3x3", 16, 32, 3, 1, 1, 1, "relu"},
+                           {"depthwise 3x3", 32, 32, 3, 2, 1, 32, "relu6"},
+                           {"pointwise 1x1", 32, 24, 1, 1, 0, 1, "hardsigmoid"},
+                           {"dense 3x3 hardswish", 16, 32, 3, 1, 1, 1, "hardswish"}};
+
+c10::intrusive_ptr<PackedConv> makeConv(const ConvCase& c, bool bias = true) {
+  at::manual_seed(3);
+  at::Tensor w = at::randn({c.out, c.in / c.groups, c.k, c.k}).mul(0.2);
+  c10::optional<at::Tensor> b;
+  if (bias)
+    b = at::randn({c.out});
+  return c10::make_intrusive<PackedConv>(w, b, std::vector<std::int64_t>{c.stride, c.stride},
+                                         std::vector<std::int64_t>{c.pad, c.pad},
+                                         std::vector<std::int64_t>{1, 1}, c.groups, c.post);
+}
+
+double relError(const at::Tensor& a, const at::Tensor& ref) {
+  return (a - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+}
+
+// Where each is not finite, and the finite values within `tol` of each other there.
+void expectSameNonFinite(const at::Tensor& got, const at::Tensor& ref, const std::string& what) {
+  const at::Tensor bad_got = at::logical_not(at::isfinite(got));
+  const at::Tensor bad_ref = at::logical_not(at::isfinite(ref));
+  ASSERT_GT(bad_ref.sum().item<std::int64_t>(), 0) << what << ": the case should make NaN";
+  EXPECT_TRUE(at::equal(bad_got, bad_ref))
+      << what << ": " << bad_got.sum().item<std::int64_t>() << " non-finite outputs, ATen has "
+      << bad_ref.sum().item<std::int64_t>();
+  EXPECT_TRUE(at::equal(at::isnan(got), at::isnan(ref))) << what << ": NaN in other places";
+  const at::Tensor ok = at::logical_not(bad_ref);
+  if (ok.any().item<bool>()) {
+    EXPECT_LT(relError(got.masked_select(ok), ref.masked_select(ok)), 1e-5) << what;
+  }
+}
+
+} // namespace
+
+TEST(PackedOps, ManyThreadsOnOneOpGiveOneThreadsResults) {
+  for (const auto& c : kConvs) {
+    auto conv = makeConv(c);
+    std::vector<at::Tensor> xs, refs;
+    for (std::int64_t b : {1, 2, 1, 3}) {
+      xs.push_back(at::randn({b, c.in, 28, 28}));
+      refs.push_back(conv->reference(xs.back()));
+    }
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < xs.size(); ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 60; ++i)
+          if (relError(conv->run(xs[t]), refs[t]) > 1e-5)
+            ++wrong;
+      });
+    for (auto& t : threads)
+      t.join();
+    EXPECT_EQ(wrong.load(), 0) << c.name << ": calls from 4 threads at once gave wrong results";
+  }
+  at::manual_seed(5);
+  auto linear = c10::make_intrusive<PackedLinear>(at::randn({256, 512}), at::randn({256}), "relu");
+  std::vector<at::Tensor> xs, refs;
+  for (std::int64_t rows : {1, 7, 2, 33}) {
+    xs.push_back(at::randn({rows, 512}));
+    refs.push_back(linear->reference(xs.back()));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < xs.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i)
+        if (relError(linear->run(xs[t]), refs[t]) > 1e-5)
+          ++wrong;
+    });
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(wrong.load(), 0) << "linear_packed: calls from 4 threads at once gave wrong results";
+}
+
+TEST(PackedOps, NanAndInfinityComeOutWhereATensDo) {
+  for (const auto& c : kConvs) {
+    auto conv = makeConv(c);
+    at::Tensor x = at::randn({2, c.in, 12, 12});
+    x.index_put_({0, 1, 5, 5}, NAN);
+    x.index_put_({1, 2, 3, 3}, INFINITY);
+    x.index_put_({1, 3, 9, 9}, -INFINITY);
+    expectSameNonFinite(conv->run(x), conv->reference(x), std::string(c.name) + " (NaN, inf)");
+    // Finite, but so large that a sum in another order may overflow (then inf - inf = NaN).
+    at::Tensor big = at::randn({1, c.in, 12, 12}).mul(3e37);
+    const at::Tensor ref = conv->reference(big);
+    const at::Tensor got = conv->run(big);
+    EXPECT_TRUE(at::equal(at::isnan(got), at::isnan(ref))) << c.name << " (near float's max)";
+  }
+  auto linear = c10::make_intrusive<PackedLinear>(at::randn({16, 32}), at::randn({16}), "relu");
+  at::Tensor x = at::randn({3, 32});
+  x.index_put_({1, 4}, NAN);
+  expectSameNonFinite(linear->run(x), linear->reference(x), "linear_packed relu");
+  // A NaN weight: every output it reaches is NaN, as in ATen.
+  at::Tensor w = at::randn({8, 4, 3, 3});
+  w.index_put_({2, 0, 1, 1}, NAN);
+  auto nan_conv = c10::make_intrusive<PackedConv>(w, c10::nullopt, std::vector<std::int64_t>{1, 1},
+                                                  std::vector<std::int64_t>{1, 1},
+                                                  std::vector<std::int64_t>{1, 1}, 1, "relu");
+  const at::Tensor y = at::randn({1, 4, 6, 6});
+  expectSameNonFinite(nan_conv->run(y), nan_conv->reference(y), "a NaN weight");
+}
+
+TEST(PackedOps, GradientsAreATensOrTheOutputIsNotDetached) {
+  for (const auto& c : kConvs) {
+    auto conv = makeConv(c);
+    // A skip connection around the convolution: a detached output would lose its share.
+    at::Tensor x = at::randn({2, c.in, 10, 10}).requires_grad_();
+    at::Tensor y = conv->run(x);
+    ASSERT_TRUE(y.requires_grad()) << c.name << ": the output came back detached";
+    auto skip = [&](const at::Tensor& out) {
+      return c.stride == 1 && c.in == c.out ? out + x : out;
+    };
+    const at::Tensor g = torch::autograd::grad({skip(y).pow(2).sum()}, {x})[0];
+    const at::Tensor g_ref = torch::autograd::grad({skip(conv->reference(x)).pow(2).sum()}, {x})[0];
+    EXPECT_LT(relError(g, g_ref), 1e-5) << c.name;
+  }
+  auto linear = c10::make_intrusive<PackedLinear>(at::randn({16, 32}), at::randn({16}), "silu");
+  at::Tensor x = at::randn({3, 32}).requires_grad_();
+  const at::Tensor g = torch::autograd::grad({linear->run(x).sum()}, {x})[0];
+  const at::Tensor g_ref = torch::autograd::grad({linear->reference(x).sum()}, {x})[0];
+  EXPECT_LT(relError(g, g_ref), 1e-5);
+  // Without grad mode nothing is recorded.
+  c10::NoGradGuard no_grad;
+  EXPECT_FALSE(linear->run(x).requires_grad());
+}
+
+TEST(PackedOps, BadArgumentsAreExceptionsNotSignals) {
+  const at::Tensor w = at::randn({8, 4, 3, 3});
+  const std::vector<std::int64_t> one{1, 1}, zero{0, 0};
+  auto make = [&](at::Tensor weight, c10::optional<at::Tensor> b, std::vector<std::int64_t> s,
+                  std::vector<std::int64_t> p, std::vector<std::int64_t> d, std::int64_t g) {
+    return c10::make_intrusive<PackedConv>(weight, b, s, p, d, g, "relu");
+  };
+  EXPECT_THROW(make(w, c10::nullopt, zero, one, one, 1), c10::Error) << "stride 0";
+  EXPECT_THROW(make(w, c10::nullopt, {1, -2}, one, one, 1), c10::Error) << "negative stride";
+  EXPECT_THROW(make(w, c10::nullopt, one, {-1, 0}, one, 1), c10::Error) << "negative padding";
+  EXPECT_THROW(make(w, c10::nullopt, one, one, zero, 1), c10::Error) << "dilation 0";
+  EXPECT_THROW(make(w, c10::nullopt, one, one, one, 0), c10::Error) << "groups 0";
+  EXPECT_THROW(make(w, c10::nullopt, one, one, one, 3), c10::Error) << "groups not dividing";
+  EXPECT_THROW(make(w, c10::nullopt, {1}, one, one, 1), c10::Error) << "one stride";
+  EXPECT_THROW(make(w, at::randn({8}, at::kDouble), one, one, one, 1), c10::Error) << "f64 bias";
+  EXPECT_THROW(make(w, at::randn({0}), one, one, one, 1), c10::Error) << "empty bias";
+  EXPECT_THROW(make(w, at::randn({5}), one, one, one, 1), c10::Error) << "short bias";
+  EXPECT_THROW(make(w.to(at::kDouble), c10::nullopt, one, one, one, 1), c10::Error) << "f64";
+  EXPECT_THROW(make(at::randn({8, 4, 3}), c10::nullopt, one, one, one, 1), c10::Error) << "3-D";
+  EXPECT_THROW(make(at::randn({0, 4, 3, 3}), c10::nullopt, one, one, one, 1), c10::Error);
+  EXPECT_THROW(c10::make_intrusive<PackedConv>(w, c10::nullopt, one, one, one, 1, "swish!"),
+               c10::Error);
+  // A weight whose sizes reach past its storage (as a model file can say).
+  at::Tensor lying = at::empty({0});
+  {
+    auto storage = at::randn({100}).storage();
+    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(storage),
+                                                     c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                                     caffe2::TypeMeta::Make<float>());
+    impl->set_sizes_contiguous({8, 4, 3, 3});
+    lying = at::Tensor(std::move(impl));
+  }
+  EXPECT_THROW(make(lying, c10::nullopt, one, one, one, 1), c10::Error) << "short storage";
+  EXPECT_THROW(c10::make_intrusive<PackedLinear>(lying.view({8, 36}), c10::nullopt, "none"),
+               c10::Error);
+  EXPECT_THROW(c10::make_intrusive<PackedLinear>(at::randn({4, 3}), at::randn({3}), "none"),
+               c10::Error)
+      << "short bias";
+  EXPECT_THROW(
+      c10::make_intrusive<PackedLinear>(at::randn({4, 3}), at::randn({4}, at::kDouble), "none"),
+      c10::Error);
+  EXPECT_THROW(
+      c10::make_intrusive<MkldnnConstant>(w, std::vector<std::int64_t>{1, 1, 0, 1, 1, 1, 1}),
+      c10::Error)
+      << "MkldnnConstant stride 0";
+  EXPECT_THROW(
+      c10::make_intrusive<MkldnnConstant>(w, std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 0}),
+      c10::Error)
+      << "MkldnnConstant groups 0";
+  EXPECT_THROW(
+      c10::make_intrusive<MkldnnConstant>(w, std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 3}),
+      c10::Error);
+  // A model loaded with map_location="meta": loads, and says so when called.
+  auto meta = make(w.to(at::kMeta), c10::nullopt, one, one, one, 1);
+  try {
+    meta->run(at::randn({1, 4, 8, 8}));
+    ADD_FAILURE() << "a meta weight ran";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("meta"), std::string::npos);
+  }
+}
+
+TEST(PackedOps, InputsATenRefusesAreRefusedAndEdgeShapesGiveItsResults) {
+  auto conv = makeConv(kConvs[0]); // 16 -> 32, 3x3, padding 1
+  EXPECT_THROW(conv->run(at::randn({1, 16, 0, 0})), c10::Error);
+  EXPECT_THROW(conv->run(at::randn({1, 15, 8, 8})), c10::Error) << "channels";
+  EXPECT_THROW(conv->run(at::randn({1, 16, 8, 8}, at::kDouble)), c10::Error) << "dtype";
+  EXPECT_THROW(conv->run(at::randn({16, 8})), c10::Error) << "2-D";
+  EXPECT_THROW(conv->run(at::scalar_tensor(1.0)), c10::Error) << "0-D";
+  EXPECT_THROW(conv->run(at::randn({1, 16, 8, 8}, at::kMeta)), c10::Error) << "meta input";
+  EXPECT_THROW(conv->run(at::Tensor()), c10::Error) << "undefined";
+  auto no_pad = c10::make_intrusive<PackedConv>(
+      at::randn({8, 4, 3, 3}), c10::nullopt, std::vector<std::int64_t>{2, 2},
+      std::vector<std::int64_t>{0, 0}, std::vector<std::int64_t>{1, 1}, 1, "none");
+  // (2 - 3 - 1) / 2 + 1 is 1 in C++'s division: ATen refuses the input all the same.
+  EXPECT_THROW(no_pad->run(at::randn({1, 4, 2, 2})), c10::Error) << "smaller than the kernel";
+  // An empty batch, and an unbatched input, as ATen.
+  const at::Tensor empty = conv->run(at::randn({0, 16, 9, 7}));
+  EXPECT_EQ(empty.sizes(), conv->reference(at::randn({0, 16, 9, 7})).sizes());
+  const at::Tensor x3 = at::randn({16, 9, 7});
+  EXPECT_EQ(conv->run(x3).sizes(), conv->reference(x3).sizes());
+  EXPECT_LT(relError(conv->run(x3), conv->reference(x3)), 1e-5);
+  // Linears: no input features give the bias (then the activation); no rows, an empty result.
+  auto lin0 = c10::make_intrusive<PackedLinear>(at::randn({5, 0}), at::randn({5}), "relu");
+  const at::Tensor b = lin0->run(at::randn({2, 0}));
+  EXPECT_TRUE(at::equal(b, at::relu(lin0->bias->expand({2, 5}))));
+  auto lin = c10::make_intrusive<PackedLinear>(at::randn({5, 3}), at::randn({5}), "none");
+  EXPECT_EQ(lin->run(at::randn({0, 3})).sizes(), (std::vector<std::int64_t>{0, 5}));
+  EXPECT_EQ(lin->run(at::randn({3})).sizes(), (std::vector<std::int64_t>{5}));
+  EXPECT_THROW(lin->run(at::scalar_tensor(1.0)), c10::Error) << "0-D";
+  EXPECT_THROW(lin->run(at::randn({2, 4})), c10::Error) << "features";
+}
+
+TEST(PackedOps, EachOpKeepsAtMostItsCacheOfInputShapes) {
+  setPackedCacheCapacity(4);
+  auto conv = makeConv(kConvs[0]);
+  for (std::int64_t s = 8; s < 28; ++s)
+    ASSERT_LT(relError(conv->run(at::randn({1, 16, s, s + 1})),
+                       conv->reference(at::randn({1, 16, s, s + 1}).fill_(1))),
+              1e9); // runs; values are checked elsewhere
+  EXPECT_EQ(conv->preparedShapes(), 4u);
+  EXPECT_GE(conv->packedWeights(), 1u);
+  EXPECT_LE(conv->packedWeights(), conv->preparedShapes());
+  // A shape evicted and seen again is prepared again and still right.
+  const at::Tensor x = at::randn({1, 16, 8, 9});
+  EXPECT_LT(relError(conv->run(x), conv->reference(x)), 1e-5);
+  auto linear = c10::make_intrusive<PackedLinear>(at::randn({16, 32}), c10::nullopt, "none");
+  for (std::int64_t rows = 1; rows < 30; ++rows)
+    linear->run(at::randn({rows, 32}));
+  EXPECT_EQ(linear->preparedShapes(), 4u);
+  setPackedCacheCapacity(8);
+  EXPECT_THROW(setPackedCacheCapacity(0), c10::Error);
+}
+
+namespace {
+std::vector<c10::IValue> runIr(const std::string& ir, std::vector<c10::IValue> inputs) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, g.get());
+  torch::jit::GraphExecutor exec(g, "test");
+  exec.run(inputs);
+  return inputs;
+}
+} // namespace
+
+// The blocked regions' relu (in place and not) and max pooling keep NaN where libtorch's MKLDNN
+// forms drop it; the region entry refuses an input that wants gradients.
+TEST(PackedOps, BlockedReluAndMaxPoolKeepNaN) {
+  loadOps();
+  // An MKLDNN convolution's output is in oneDNN's blocked layout, with padded lanes (20 channels).
+  at::Tensor x = at::randn({1, 8, 10, 10});
+  at::Tensor w = at::randn({20, 8, 3, 3}).mul(0.3);
+  at::Tensor dense = at::conv2d(x, w, {}, 1, 1);
+  dense.index_put_({0, 3, 4, 4}, NAN);
+  dense.index_put_({0, 17, 2, 2}, -INFINITY);
+  const auto out = runIr(R"IR(
+graph(%d : Tensor):
+  %none : NoneType = prim::Constant()
+  %k : int[] = prim::Constant[value=[3, 3]]()
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %p : int[] = prim::Constant[value=[1, 1]]()
+  %f : bool = prim::Constant[value=0]()
+  %m : Tensor = xalloc::to_blocked(%d)
+  %r : Tensor = xalloc::blocked_relu(%m)
+  %pool : Tensor = xalloc::blocked_max_pool2d(%m, %k, %s, %p, %s, %f)
+  %c : Tensor = aten::clone(%m, %none)
+  %r2 : Tensor = xalloc::blocked_relu_(%c)
+  %a : Tensor = aten::to_dense(%r, %none)
+  %b : Tensor = aten::to_dense(%pool, %none)
+  %e : Tensor = aten::to_dense(%r2, %none)
+  return (%a, %b, %e))IR",
+                         {dense});
+  EXPECT_TRUE(at::equal(at::isnan(out[0].toTensor()), at::isnan(at::relu(dense))));
+  EXPECT_TRUE(at::allclose(out[0].toTensor(), at::relu(dense), 0, 0, /*equal_nan=*/true));
+  EXPECT_TRUE(at::allclose(out[2].toTensor(), at::relu(dense), 0, 0, true));
+  const at::Tensor pool_ref = at::max_pool2d(dense, {3, 3}, {1, 1}, {1, 1});
+  EXPECT_TRUE(at::equal(at::isnan(out[1].toTensor()), at::isnan(pool_ref)));
+  EXPECT_TRUE(at::allclose(out[1].toTensor(), pool_ref, 0, 0, true));
+  // libtorch's own MKLDNN relu is what these replace: it drops the NaN.
+  EXPECT_FALSE(at::isnan(at::relu(dense.to_mkldnn()).to_dense()).any().item<bool>());
+  // The entry refuses an input that wants gradients, in one line.
+  try {
+    runIr(R"IR(
+graph(%d : Tensor):
+  %m : Tensor = xalloc::to_blocked(%d)
+  return (%m))IR",
+          {at::randn({1, 4, 4, 4}).requires_grad_()});
+    ADD_FAILURE() << "a blocked region took an input that wants gradients";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("rewritten for inference"), std::string::npos);
+  }
+}
