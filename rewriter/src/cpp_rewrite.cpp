@@ -183,6 +183,14 @@ public:
         ++out_.skipped;
         continue;
       }
+      if (const std::string why = rawWriteOf(ctx, pick->function, pick->expr); !why.empty()) {
+        note(d.anchor, file,
+             "skipped: " + why + "; a conversion here would move that write to a copy, or " +
+                 "leave a stale copy for what reads it after",
+             true);
+        ++out_.skipped;
+        continue;
+      }
       // A decision's edits are kept together or not at all: when they overlap an earlier
       // decision's (Clang's Replacements refuse it), the decision is undone and reported.
       const Snapshot before = snapshot();

@@ -252,4 +252,43 @@ xrewrite -s real-schedule.json --cpp real.cpp --in-place -q "${TORCH[@]}" 2>real
 grep -q 'auto xt = x.transpose(0, 1).contiguous();' real.cpp || fail "real headers: not patched"
 g++ -fsyntax-only -std=c++17 -I/usr/include/torch/csrc/api/include real.cpp ||
   fail "real headers: the patched program does not compile"
+# A value the program writes where the profiler cannot see (accessor, data_ptr, in place, out=,
+# a non-const reference, an assignment to a view, a helper of its own; or the tensor it is a
+# view of written so) is never converted: the write would land in the copy (an accessor write of
+# 1000 read back as -1.08 after such a patch). The clean function's view is converted.
+cp "$src/writes.cpp" .
+"$XALLOC_PYTHON" - real-schedule.json writes.cpp writes-schedule.json <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read().splitlines()
+template = s["decisions"][0]
+s["decisions"] = []
+fn = None
+for n, line in enumerate(text, 1):
+    m = re.match(r"^\S.* (\w+)\(.*\) \{$", line)
+    if m:
+        fn = m.group(1)
+    m = re.match(r"^  auto v = (.*);$", line)
+    if m:
+        d = json.loads(json.dumps(template))
+        d["anchor"].update(file="writes.cpp", function=fn, expr=m.group(1), line=n, col=12)
+        s["decisions"].append(d)
+json.dump(s, open(sys.argv[3], "w"))
+PY
+xrewrite -s writes-schedule.json --cpp writes.cpp "${TORCH[@]}" >writes.diff 2>writes.err ||
+  fail "writes: $(cat writes.err)"
+for why in 'is written through accessor\(\)' 'is written through data_ptr\(\)' \
+  'is written in place by index_put_\(\)' 'is written in place by copy_\(\)' \
+  'is passed to add_out\(\) as a non-const at::Tensor&' 'is passed to fill\(\) as a non-const' \
+  'is passed to poke\(\) at line [0-9]+, where `t` is written through data_ptr' \
+  'is written by an assignment to a view of it'; do
+  grep -Eq "writes\.cpp:[0-9]+:12: warning: skipped: .*$why" writes.err ||
+    fail "writes: no warning matching /$why/: $(cat writes.err)"
+done
+[[ $(grep -c 'warning: skipped:' writes.err) -eq 9 ]] || fail "writes: expected 9 skips: $(cat writes.err)"
+[[ $(grep -c '^+.*contiguous()' writes.diff) -eq 1 ]] &&
+  grep -q '^+  auto v = x.transpose(0, 1).contiguous();' writes.diff &&
+  grep -q '^+  auto v = x.transpose(0, 1).contiguous();' <(sed -n '/clean/,$p' writes.diff) ||
+  fail "writes: only the clean function's view should be converted: $(cat writes.diff)"
+
 echo "cli.cpp: ok"

@@ -63,7 +63,16 @@ struct Candidate {
   bool dependent;     // inside a template: the type is not known
   bool call;          // a call (function, method or operator): what a profiled op site can be
   std::string callee; // the called function's name; an operator's aten name ("add" for +)
+  const FunctionDecl* function = nullptr; // the function the expression is in
 };
+
+/// Why converting the tensor `e` computes in `fn` (or removing its conversion) could change what
+/// the program does: the value, a view of it, or what it is a view of is written somewhere the
+/// profiler cannot see (an accessor, data_ptr(), an in-place call, an out= or non-const
+/// reference argument, a function of the program's own that does, or one whose body is not in
+/// the file); "" when the function shows none. The conversion would move the write to a copy,
+/// or leave a stale copy for later reads.
+std::string rawWriteOf(ASTContext& ctx, const FunctionDecl* fn, const Expr* e);
 
 // Collects every expression of type at::Tensor, per enclosing function, in the files the
 // schedule names: the main file and the user headers it includes (never system headers).
@@ -120,7 +129,8 @@ public:
     for (const auto& c : list)
       if (c.begin == b && c.end == end)
         return true; // the same text twice (a wrapper we did not recognise)
-    list.push_back({e, *file, b, end, macro, dependent, isa<CallExpr>(e), calleeName(e)});
+    list.push_back(
+        {e, *file, b, end, macro, dependent, isa<CallExpr>(e), calleeName(e), function_});
     return true;
   }
 
