@@ -16,12 +16,12 @@ void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
                          const std::string& tool) {
   if (exact && tolerance)
     throw InputError(tool, "--exact and --tolerance exclude each other");
-  if (tolerance && !(std::isfinite(*tolerance) && *tolerance > 0)) {
-    char given[32];
+  if (tolerance && !(std::isfinite(*tolerance) && *tolerance > 0 && *tolerance <= kMaxTolerance)) {
+    char given[32], most[32];
     std::snprintf(given, sizeof given, "%g", *tolerance);
-    throw InputError(tool, std::string("--tolerance must be a positive number (--exact for "
-                                       "bit-identical outputs), not ") +
-                               given);
+    std::snprintf(most, sizeof most, "%g", kMaxTolerance);
+    throw InputError(tool, std::string("--tolerance must be a number above 0 and at most ") + most +
+                               " (--exact for bit-identical outputs), not " + given);
   }
 }
 
@@ -226,8 +226,15 @@ Schedule readSchedule(const JsonReader& r) {
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
   if (auto f = m.find("form"); f && !f->isNull())
     s.summary.form = f->toEnum<RewriteForm>();
-  if (auto f = m.find("tolerance"))
+  if (auto f = m.find("tolerance")) {
     s.summary.tolerance = f->toNonNegative();
+    if (*s.summary.tolerance > kMaxTolerance) {
+      char most[32];
+      std::snprintf(most, sizeof most, "%g", kMaxTolerance);
+      f->fail(std::string("a schedule's tolerance is at most ") + most +
+              " (outputs that move further are not the same outputs)");
+    }
+  }
   if (auto f = m.find("measured_error"))
     s.summary.measured_error = f->toNonNegative();
   return s;

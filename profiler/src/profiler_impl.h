@@ -66,7 +66,9 @@ inline constexpr int kMeasureMethod = 4;
 // 8: layout regions of the frozen model, each candidate layout timed.
 // 9: conversions to channels-last measured; producers fused with their conversion timed.
 // 10: consumers whose output changes layout are followed downstream.
-inline constexpr int kProfileAnalysis = 10;
+// 11: output errors element by element (tspass::maxRelativeError); packed and blocked regions
+// keep NaN and take their own scratchpads.
+inline constexpr int kProfileAnalysis = 11;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

@@ -36,8 +36,9 @@ int main(int argc, char** argv) {
   bool no_verify = false;
   app.add_flag("--no-verify", no_verify, "skip the output check");
   auto* tol = app.add_option("--tolerance", o.tolerance,
-                             "how far outputs may move, max |new - original| over max |original| "
-                             "per output (default: the schedule's, else 1e-4); beyond it nothing "
+                             "how far outputs may move, element by element: |new - original| over "
+                             "|original|, near zero over the 10th percentile of |original| (at "
+                             "most 1e-2; default: the schedule's, else 1e-4); beyond it nothing "
                              "is written");
   app.add_flag("--exact", o.exact, "bit-identical outputs only")->excludes(tol);
   app.add_flag("--freeze", o.freeze,

@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--time-limit-ms", o.time_limit_ms, "solver time limit")->capture_default_str();
   auto* tol = app.add_option("--tolerance", o.tolerance,
-                             "how far a consumer's outputs may move, max |new - as-is| over max "
-                             "|as-is| per output (default 1e-4)");
+                             "how far a consumer's outputs may move, element by element: |new - "
+                             "as-is| over |as-is|, near zero over the 10th percentile of |as-is| "
+                             "(at most 1e-2; default 1e-4)");
   app.add_flag("--exact", o.exact, "bit-identical outputs only")->excludes(tol);
   app.add_flag("--foreign-cost", o.foreign_cost,
                "accept a cost model fitted on another model's profile (e.g. a sweep)");

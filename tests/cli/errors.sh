@@ -158,13 +158,21 @@ expect_error 2 'xsched: error: --memory-budget' -- xsched --profile "$WORK/profi
 expect_error 2 'impossible: the smallest feasible budget is [0-9]+ bytes' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --memory-budget 1
 expect_error 2 'xsched: error: --window-safety must be in \(0, 1\]' -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --window-safety 1.5
 expect_error 2 "xsched: error: --form must be 'portable' or 'fast', not 'quick'" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --form quick
-# A tolerance is a positive number; --exact is the tolerance of bit-identical outputs.
-for bad in 0 -1e-4 nan inf; do
-  expect_error 2 "xsched: error: --tolerance must be a positive number \(--exact for bit-identical outputs\), not" -- \
+# A tolerance is a number above 0 and at most 1e-2; --exact is the tolerance of bit-identical
+# outputs. A schedule file may not set more either (it used to write a model 32% off, exit 0).
+for bad in 0 -1e-4 nan inf 0.5 1e300; do
+  expect_error 2 "xsched: error: --tolerance must be a number above 0 and at most 0.01 \(--exact for bit-identical outputs\), not" -- \
     xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance "$bad" -o "$WORK/t.json"
-  expect_error 2 "xrewrite: error: --tolerance must be a positive number" -- \
+  expect_error 2 "xrewrite: error: --tolerance must be a number above 0 and at most 0.01" -- \
     xrewrite "$model" -s "$WORK/schedule.json" --tolerance "$bad" -o "$WORK/t.pt"
 done
+python3 - "$WORK/schedule.json" "$WORK/loose.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["summary"]["tolerance"] = 1e300
+json.dump(s, open(sys.argv[2], "w"))
+PY
+expect_error 2 "loose.json: /summary/tolerance: error: a schedule's tolerance is at most 0.01" -- \
+  xrewrite "$model" -s "$WORK/loose.json" -o "$WORK/t.pt"
 expect_error 2 "tolerance" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance lots -o "$WORK/t.json"
 expect_error 2 "exclude" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance 1e-3 --exact -o "$WORK/t.json"
 expect_error 2 "exclude" -- xrewrite "$model" -s "$WORK/schedule.json" --tolerance 1e-3 --exact -o "$WORK/t.pt"

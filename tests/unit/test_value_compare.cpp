@@ -51,14 +51,17 @@ TEST(ValueCompare, DictsCompareByKeyAndValueInOrder) {
   EXPECT_FALSE(xalloc::tspass::sameLayout({make(boxes, "labels")}, {make(column_major, "labels")}));
 }
 
-// The tolerance's measure: max |x - ref| over max |ref|, per output, the worst over outputs.
-TEST(ValueCompare, RelativeErrorIsTheWorstOutputsMaxDifferenceOverItsScale) {
+// The tolerance's measure: element by element, each relative to itself with a floor near zero
+// (the 10th percentile of |ref| over the elements that changed), the worst over outputs.
+TEST(ValueCompare, RelativeErrorIsTheWorstElementsDifferenceOverItself) {
   using xalloc::tspass::maxRelativeError;
   auto a = at::arange(1, 9, at::kFloat).reshape({2, 4}); // max |a| = 8
   EXPECT_EQ(maxRelativeError(a, a.t().contiguous().t()), 0.0);
   auto b = a.clone();
-  b[1][3] = 8.5f; // off by 0.5 where |a| is largest: 0.5 / 8
+  b[1][3] = 8.5f; // off by 0.5 where |a| is 8: 0.5 / 8
   EXPECT_DOUBLE_EQ(maxRelativeError(a, b), 0.0625);
+  b[0][0] = 1.5f; // off by 0.5 where |a| is 1: the element's own size counts, not the largest
+  EXPECT_DOUBLE_EQ(maxRelativeError(a, b), 0.5);
   // Per output: the second output's own scale (2), not the first's.
   auto s = at::full({3}, 2.0f), s2 = s.clone();
   s2[0] = 2.2f;
@@ -78,6 +81,36 @@ TEST(ValueCompare, RelativeErrorIsTheWorstOutputsMaxDifferenceOverItsScale) {
   EXPECT_TRUE(std::isinf(maxRelativeError(a, a.to(at::kDouble))));
   auto i = at::arange(4);
   EXPECT_EQ(maxRelativeError(i, i.clone()), 0.0);
+  // An element that stays 0 where others change, and one that only becomes non-zero: judged
+  // against the floor, not against nothing.
+  auto z = at::tensor({0.0f, 1.0f, 2.0f, 3.0f}), z2 = z.clone();
+  z2[1] = 1.0f + 1e-6f;
+  z2[0] = 1e-6f;
+  EXPECT_LT(maxRelativeError(z, z2), 1e-5);
   EXPECT_TRUE(std::isinf(maxRelativeError(i, i + 1)));
   EXPECT_TRUE(std::isinf(maxRelativeError(c10::IValue(int64_t{3}), c10::IValue(int64_t{4}))));
+}
+
+// One large element (a logit masked to -1e9), or many, hides nothing: the others are judged
+// against themselves. The measure before (over max |ref|) said 7.8e-19 for 40% errors.
+TEST(ValueCompare, AMaskedElementHidesNoError) {
+  using xalloc::tspass::maxRelativeError;
+  at::manual_seed(0);
+  for (double masked : {0.001, 0.5, 0.95}) {
+    at::Tensor logits = at::randn({4, 1000});
+    const at::Tensor mask = at::rand({4, 1000}) < masked;
+    logits.masked_fill_(mask, -1e9);
+    at::Tensor off = logits * 1.4;
+    off.masked_fill_(mask, -1e9);
+    EXPECT_GT(maxRelativeError(logits, off), 0.3) << masked << " masked";
+    // A reordered sum moves each logit by ~1e-7: well within the default tolerance.
+    at::Tensor close = logits + at::randn({4, 1000}).mul(1e-7);
+    close.masked_fill_(mask, -1e9);
+    EXPECT_LT(maxRelativeError(logits, close), 1e-4) << masked << " masked";
+  }
+  // Mixed scales: 1e6 and 1 in one output, the small ones 10% off.
+  at::Tensor mixed = at::cat({at::rand({500}).add(1).mul(1e6), at::rand({500}).add(1)});
+  at::Tensor mixed_off = mixed.clone();
+  mixed_off.slice(0, 500).mul_(1.1);
+  EXPECT_GT(maxRelativeError(mixed, mixed_off), 0.05);
 }

@@ -53,13 +53,17 @@ struct Decision {
 /// expression reached from several call stacks, which one source edit changes together.
 bool sameExpression(const Decision& a, const Decision& b);
 
-/// The numeric tolerance when none is asked for (xsched, xrewrite): max |new - original| over
-/// max |original|, per output. A layout that reorders a kernel's sums moves float32 outputs by
-/// ~1e-6 of their scale; 1e-4 leaves room for that and no more.
+/// The numeric tolerance when none is asked for (xsched, xrewrite): how far outputs may move,
+/// element by element, each relative to itself with a floor near zero (tspass::maxRelativeError
+/// says exactly). A layout that reorders a kernel's sums moves float32 outputs by ~1e-6; 1e-4
+/// leaves room for that and no more.
 inline constexpr double kDefaultTolerance = 1e-4;
+/// The most a tolerance may be, on the command line or in a schedule file: beyond 1% a rewrite
+/// is no longer "the same outputs".
+inline constexpr double kMaxTolerance = 1e-2;
 
-/// A tool's --tolerance and --exact flags (xsched, xrewrite): a tolerance is a positive finite
-/// number, and the two exclude each other; InputError naming `tool` otherwise.
+/// A tool's --tolerance and --exact flags (xsched, xrewrite): a tolerance is a number in
+/// (0, kMaxTolerance], and the two exclude each other; InputError naming `tool` otherwise.
 void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
                          const std::string& tool);
 
@@ -81,8 +85,8 @@ struct ScheduleSummary {
   /// from before it was recorded.
   std::optional<RewriteForm> form;
   /// The numeric tolerance the plan allows (`--tolerance`; 0: `--exact`, bit-identical outputs):
-  /// max |new - original| over max |original|, per output. Absent in schedules from before it was
-  /// recorded, which were planned bit-identical.
+  /// element by element as kDefaultTolerance says; at most kMaxTolerance. Absent in schedules from
+  /// before it was recorded, which were planned bit-identical.
   std::optional<double> tolerance;
   /// The largest such error xrewrite measured between the rewritten and the original model (on
   /// the profile's inputs and fresh random ones): in the schedule stored in a rewritten model.

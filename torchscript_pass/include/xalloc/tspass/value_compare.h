@@ -12,10 +12,14 @@ namespace xalloc::tspass {
 bool bitwiseEqual(const c10::IValue& a, const c10::IValue& b);
 bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 
-/// How far `x` is from `reference`, output by output: max |x - ref| over max |ref| for each
-/// floating-point tensor (in lists, tuples and dicts too), the largest over all of them. Integer
-/// and boolean tensors and other values count 0 when equal and +inf when not; so do tensors of
-/// other sizes or dtypes. 0 means the same values (not necessarily the same bits of -0 / NaN).
+/// How far `x` is from `reference`, output by output, element by element: for each
+/// floating-point tensor (in lists, tuples and dicts too), max over its elements of
+/// |x - ref| / max(|ref|, floor), where floor is the 10th percentile of |ref| over the non-zero
+/// elements that differ (the near-zero elements are judged against what the small ones are,
+/// and a large element, such as a mask's -1e9, hides nothing); the largest over all tensors.
+/// NaN against NaN and an infinity against the same one count as equal. Integer and boolean
+/// tensors and other values count 0 when equal and +inf when not; so do tensors of other sizes
+/// or dtypes. 0 means the same values (not necessarily the same bits of -0 / NaN).
 double maxRelativeError(const c10::IValue& reference, const c10::IValue& x);
 double maxRelativeError(const std::vector<c10::IValue>& reference,
                         const std::vector<c10::IValue>& x);
