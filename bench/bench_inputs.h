@@ -9,12 +9,16 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include "xalloc/formats/common.h"
+
 namespace xalloc::bench {
 
 /// forward's arguments (without `self`), typed as forward declares them: from `input_file` when
-/// given, else from the example inputs in `extra_files`; an input error when neither fits.
+/// given, else from `specs` (--input-shape ...) when not empty, else from the example inputs in
+/// `extra_files`; an input error when none fits.
 std::vector<c10::IValue> benchInputs(torch::jit::Module& module,
                                      const std::map<std::string, std::string>& extra_files,
-                                     const std::string& model_path, const std::string& input_file);
+                                     const std::string& model_path, const std::string& input_file,
+                                     const std::vector<formats::InputSpec>& specs = {});
 
 } // namespace xalloc::bench

@@ -24,6 +24,7 @@
 #include "xalloc/runtime/async.h"
 #include "xalloc/threads.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/model_warnings.h"
 #include "xalloc/tspass/threads.h"
@@ -43,6 +44,7 @@ struct Args {
   int threads = 1;
   bool peer_of_ours = false;
   std::string input_file;
+  std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   std::string json_out;
   std::vector<std::string> op_libraries;
 };
@@ -69,7 +71,9 @@ int run(const Args& args) {
   const int threads = tspass::setMathThreads(args.threads);
   auto orig = tspass::loadModel(args.original);
   std::vector<c10::IValue> inputs =
-      bench::benchInputs(orig.module, orig.extra_files, orig.path, args.input_file);
+      bench::benchInputs(orig.module, orig.extra_files, orig.path, args.input_file,
+                         tspass::specsFromFlags(args.input_shapes, args.input_dtypes,
+                                                args.input_ranges, "xbench-peer"));
 
   std::vector<Contender> cs;
   cs.push_back({"original", orig.module, 0, {}});
@@ -154,6 +158,11 @@ int main(int argc, char** argv) {
   app.add_flag("--peer-of-ours", args.peer_of_ours,
                "also time optimize_for_inference(freeze(ours)) for each rewrite");
   app.add_option("--input-file", args.input_file, "inputs saved with torch.save");
+  app.add_option("--input-shape", args.input_shapes,
+                 "shape of an input, e.g. 1x3x224x224 (repeat per input; default: the model's "
+                 "xalloc/example_inputs.json)");
+  app.add_option("--input-dtype", args.input_dtypes, "dtype of an input (float32, int64, ...)");
+  app.add_option("--input-range", args.input_ranges, "LOW:HIGH for an input");
   app.add_option("--json", args.json_out, "also write the table as JSON");
   app.add_option("--load-library", args.op_libraries, "a library of custom ops");
   if (auto code = parseCommandLine(app, argc, argv))

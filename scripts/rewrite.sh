@@ -35,6 +35,6 @@ for model in "$@"; do
     run "$BIN/xrewrite" "$model" "${inputs[@]}" --schedule "$p.schedule.json" \
       "${rewrite_flags[@]}" -o "$p.opt.pt" --diff
     # What it gains, side by side in one process, interleaved, at the profile's thread count.
-    run "$BIN/xbench-peer" "$model" "$p.opt.pt" --threads "$THREADS" --runs "$RUNS"
+    run "$BIN/xbench-peer" "$model" "$p.opt.pt" "${inputs[@]}" --threads "$THREADS" --runs "$RUNS"
   fi
 done

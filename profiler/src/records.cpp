@@ -17,7 +17,9 @@ void Profiler::buildRecords(const GraphRunner::Trace& t, const tspass::MutationI
   for (std::size_t id = 0; id < values.size(); ++id) {
     const Value* v = values[id];
     auto it = t.values.find(v);
-    if (it == t.values.end() || !it->second.isTensor())
+    // An undefined tensor (an optional output not computed, such as the attention weights of
+    // nn.MultiheadAttention's fused path) is no value: nothing to lay out or convert.
+    if (it == t.values.end() || !it->second.isTensor() || !it->second.toTensor().defined())
       continue;
     const at::Tensor& tensor = it->second.toTensor();
     Record r;

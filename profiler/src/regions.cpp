@@ -67,6 +67,11 @@ bool sameLayouts(const std::vector<c10::IValue>& a, const std::vector<c10::IValu
     if (!a[i].isTensor() || !b[i].isTensor())
       continue;
     const at::Tensor &x = a[i].toTensor(), &y = b[i].toTensor();
+    if (!x.defined() || !y.defined()) {
+      if (x.defined() != y.defined())
+        return false;
+      continue;
+    }
     if (x.sizes() != y.sizes() || x.is_mkldnn() || y.is_mkldnn() ||
         (x.is_contiguous() != y.is_contiguous()))
       return false;
@@ -122,7 +127,8 @@ void Profiler::measureRegions() {
     formats::Region out;
     out.ref = tspass::regionRef(r, index, id++);
     for (const torch::jit::Value* v : tspass::regionEntries(r))
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor()) {
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
+          runner.valueOf(trace, v).toTensor().defined()) {
         const at::Tensor& t = runner.valueOf(trace, v).toTensor();
         out.entries.push_back(layoutOf(t));
         if (r.rank == 4 || r.rank == 5)
@@ -130,7 +136,8 @@ void Profiler::measureRegions() {
       }
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor())
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
+          runner.valueOf(trace, v).toTensor().defined())
         out.exits.push_back(layoutOf(runner.valueOf(trace, v).toTensor()));
       else
         exits_known = false;

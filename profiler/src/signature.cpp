@@ -28,7 +28,7 @@ std::string layoutSignature(const at::Tensor& t) {
 
 std::string argumentSignature(const c10::IValue& v) {
   if (v.isTensor())
-    return layoutSignature(v.toTensor());
+    return v.toTensor().defined() ? layoutSignature(v.toTensor()) : "Undefined";
   if (v.isNone())
     return "None";
   if (v.isInt())
