@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -254,21 +255,6 @@ void writeFileAtomic(const std::string& given, std::string_view content) {
   // A link is followed: its target is replaced, the link stays.
   const std::string path = resolveOutput(given);
   exists = ::stat(path.c_str(), &st) == 0;
-  std::string tmpl = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmpl.data());
-  if (fd < 0)
-    throw InputError(given, std::string("cannot create temporary file: ") + std::strerror(errno));
-  const int slot = registerTemp(tmpl);
-  struct Unregister {
-    int slot;
-    ~Unregister() { unregisterTemp(slot); }
-  } unregister{slot};
-  if (!writeAll(fd, content)) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw InputError(given, std::string("write failed: ") + std::strerror(err));
-  }
   // Keep the permissions of a file we replace; a new file gets 0666 minus the umask, like open(2).
   mode_t mode;
   if (exists) {
@@ -278,17 +264,61 @@ void writeFileAtomic(const std::string& given, std::string_view content) {
     ::umask(mask);
     mode = 0666 & ~mask;
   }
+  // The content goes into a file with no name in the output's folder (O_TMPFILE): a process
+  // killed while writing (SIGKILL included) leaves nothing behind. It is named next to the
+  // output only to be renamed over it at once. Where the file system has no O_TMPFILE, a named
+  // temporary file is written instead (removed on SIGINT/SIGTERM/SIGHUP).
+  std::string tmpl;
+  int slot = -1;
+  struct Unregister {
+    int& slot;
+    ~Unregister() {
+      if (slot >= 0)
+        unregisterTemp(slot);
+    }
+  } unregister{slot};
+  auto fail = [&](int fd, const char* what, int err) {
+    if (fd >= 0)
+      ::close(fd);
+    if (!tmpl.empty())
+      ::unlink(tmpl.c_str());
+    throw InputError(given, std::string(what) + std::strerror(err));
+  };
+  int fd = ::open(folderOf(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  const bool anonymous = fd >= 0;
+  if (!anonymous) {
+    tmpl = path + ".tmp.XXXXXX";
+    fd = ::mkstemp(tmpl.data());
+    if (fd < 0)
+      throw InputError(given, std::string("cannot create temporary file: ") + std::strerror(errno));
+    slot = registerTemp(tmpl);
+  }
+  if (!writeAll(fd, content))
+    fail(fd, "write failed: ", errno);
   ::fchmod(fd, mode);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    throw InputError(given, std::string("write failed: ") + std::strerror(err));
+  if (::fsync(fd) != 0)
+    fail(fd, "write failed: ", errno);
+  if (anonymous) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    for (unsigned attempt = 0;; ++attempt) {
+      char suffix[16];
+      std::snprintf(suffix, sizeof suffix, ".tmp.%06x",
+                    static_cast<unsigned>(std::random_device{}()) & 0xffffffu);
+      tmpl = path + suffix;
+      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, tmpl.c_str(), AT_SYMLINK_FOLLOW) == 0)
+        break;
+      const int err = errno;
+      if (err != EEXIST || attempt > 64) {
+        tmpl.clear();
+        fail(fd, "cannot name the written file: ", err);
+      }
+    }
+    slot = registerTemp(tmpl);
   }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    throw InputError(given, std::string("cannot replace file: ") + std::strerror(err));
-  }
+  if (::close(fd) != 0)
+    fail(-1, "write failed: ", errno);
+  if (::rename(tmpl.c_str(), path.c_str()) != 0)
+    fail(-1, "cannot replace file: ", errno);
   syncFolder(path);
 }
 

@@ -1,6 +1,7 @@
 // Shared behaviour of the x-allocator command-line tools: diagnostics, exit codes, CLI11 parsing.
 #include "xalloc/tool.h"
 
+#include <cstdio>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -14,9 +15,32 @@ namespace xalloc {
 
 namespace {
 void printDiagnostic(const std::string& where, const char* level, const std::string& message) {
-  std::cerr << (where.empty() ? std::string() : where + ": ") << level << ": " << message << "\n";
+  std::cerr << escapeControls(where.empty() ? std::string() : where + ": ") << level << ": "
+            << escapeControls(message) << "\n";
 }
 } // namespace
+
+std::string escapeControls(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C0 controls, DEL, and the C1 controls (U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8), which
+    // terminals act on (ESC sequences, CSI).
+    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      const unsigned v = c1 ? static_cast<unsigned char>(text[++i]) : c;
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", v);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 void printError(const std::string& where, const std::string& message) {
   printDiagnostic(where, "error", message);

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "xalloc/error.h"
+
 namespace xalloc::profiler {
 
 void defineXprofOptions(CLI::App& app, XprofOptions& o) {
@@ -81,6 +83,13 @@ void defineXprofRunOptions(CLI::App& app, XprofRunOptions& o) {
 
 void takeProgram(CLI::App& app, XprofRunOptions& o) {
   o.run.command = app.remaining();
+  // An option xprof run does not have, before the program: a mistake, not the program's name
+  // (`xprof run --no-db -- ./prog` ran a program called --no-db).
+  if (!o.run.command.empty() && o.run.command.front() != "--" && o.run.command.front().size() > 1 &&
+      o.run.command.front()[0] == '-')
+    throw InputError("xprof run", "unknown option '" + o.run.command.front() +
+                                      "' (xprof run's options come before the program; see "
+                                      "xprof run --help)");
   if (!o.run.command.empty() && o.run.command.front() == "--")
     o.run.command.erase(o.run.command.begin());
   o.run.program_stdout_to_stderr = o.output.empty() || o.output == "-";

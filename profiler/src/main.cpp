@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
     defineXprofRunOptions(app, o);
     if (auto code = xalloc::parseCommandLine(app, argc - 1, argv + 1))
       return *code;
-    takeProgram(app, o);
-    return xalloc::runGuarded("xprof", [&] { return runXprofRun(o); });
+    return xalloc::runGuarded("xprof", [&] {
+      takeProgram(app, o);
+      return runXprofRun(o);
+    });
   }
   XprofOptions o;
   CLI::App app{"xprof: profile a TorchScript model: each tensor's layout and consumers, per-op "

@@ -130,16 +130,17 @@ struct Verified {
                          // the sign of a zero or a NaN's payload)
 };
 
-// Runs `method` of the models at `a` and `b` on the same inputs and compares their outputs:
+// Runs `method` of the model at `a` and the rewritten one (`b_bytes`, to be written to `b`) on
+// the same inputs and compares their outputs:
 // bit for bit when `tolerance` is 0, else within it. Inputs: `runs` seeded example inputs (the
 // profile's and fresh ones), or the `fixed` inputs (read from `fixed_file`) and `runs` fresh
 // inputs of the same shapes.
-Verified verifyOutputs(const std::string& a, const std::string& b, const std::string& method,
-                       const std::vector<formats::InputSpec>& specs, int runs,
-                       const std::vector<c10::IValue>* fixed, const std::string& fixed_file,
-                       double tolerance) {
+Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const std::string& b,
+                       const std::string& method, const std::vector<formats::InputSpec>& specs,
+                       int runs, const std::vector<c10::IValue>* fixed,
+                       const std::string& fixed_file, double tolerance) {
   auto ma = tspass::loadModel(a);
-  auto mb = tspass::loadModel(b);
+  auto mb = tspass::loadModelBytes(b_bytes, b);
   Verified v;
   const int total = fixed ? runs + 1 : runs;
   for (int i = 0; i < total; ++i) {
@@ -364,31 +365,27 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   if (!report.changed() && !froze) {
     const tspass::LoadedModel original = tspass::loadModel(o.model);
     extra[tspass::scheduleFileFor(o.method)] = withMeasuredError(schedule_text, tolerance, 0.0);
-    const TempFile unchanged("xrewrite-model");
-    tspass::saveModel(original.module, unchanged.path(), extra);
-    writeFileAtomic(o.output, readFile(unchanged.path()));
+    writeFileAtomic(o.output, tspass::modelBytes(original.module, extra, o.output));
     if (!o.quiet)
       std::cerr << "xrewrite: nothing to change; wrote " << o.output
                 << ": the input model as it is, with the schedule stored\n";
     return kExitOk;
   }
-  // Verified from a private temp file (removed on exit and on SIGINT/SIGTERM); the output is
+  // Verified from memory (no temporary file a SIGKILL could leave behind); the output is
   // written once, at the end, by the one writer (atomic, links followed, mode kept).
-  const TempFile scratch("xrewrite-model");
-  const std::string& tmp = scratch.path();
-  tspass::saveModel(model.module, tmp, extra);
+  std::string bytes = tspass::modelBytes(model.module, extra, o.output);
   if (o.verify) {
     if (!verify.missing.empty()) {
       printWarning(o.model, verify.missing);
     } else {
       const Verified v =
-          verifyOutputs(o.model, tmp, o.method, verify.specs, o.verify_runs,
+          verifyOutputs(o.model, bytes, o.output, o.method, verify.specs, o.verify_runs,
                         verify.file.empty() ? nullptr : &verify.fixed, verify.file, tolerance);
       if (v.problem.empty()) {
         // What was measured travels with the model: its stored schedule says it.
         extra[tspass::scheduleFileFor(o.method)] =
             withMeasuredError(schedule_text, tolerance, v.error);
-        tspass::saveModel(model.module, tmp, extra);
+        bytes = tspass::modelBytes(model.module, extra, o.output);
       }
       if (!v.problem.empty()) {
         if (tolerance <= 0)
@@ -396,7 +393,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
                                      "(outputs differ " +
                                          v.problem + "; --exact); nothing was written");
         throw InputError(o.output, "the rewritten model's outputs differ from the original's by " +
-                                       sci(v.error) + " of their scale " + v.problem +
+                                       sci(v.error) + " (element by element) " + v.problem +
                                        ", more than the tolerance " + sci(tolerance) +
                                        "; nothing was written");
       }
@@ -414,7 +411,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
       }
     }
   }
-  writeFileAtomic(o.output, readFile(tmp));
+  writeFileAtomic(o.output, bytes);
   if (!o.quiet)
     std::cerr << "xrewrite: wrote " << o.output << "\n";
   return kExitOk;
@@ -446,9 +443,17 @@ int showStoredSchedule(const std::string& path, const std::string& method) {
       throw InputError(path, "schedules are stored for several methods (" + names +
                                  "): pass --method to pick one");
   }
-  std::cout << it->second;
-  if (!it->second.empty() && it->second.back() != '\n')
-    std::cout << "\n";
+  // Text from a file someone else wrote reaches the terminal only as a schedule: parsed and
+  // printed again (control characters escaped), or refused.
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(it->second);
+    (void)formats::scheduleFromJson(doc, path + ":" + tspass::scheduleFileFor(it->first));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, "the schedule stored for " + it->first +
+                               " is not a JSON document: " + firstLine(e.what()));
+  }
+  std::cout << doc.dump(1) << "\n";
   return kExitOk;
 }
 

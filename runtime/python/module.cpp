@@ -8,8 +8,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <torch/csrc/jit/serialization/import.h>
+
 #include "xalloc/bytes.h"
 #include "xalloc/runtime/install.h"
+#include "xalloc/runtime/model_check.h"
 
 namespace py = pybind11;
 using namespace xalloc::runtime;
@@ -21,8 +24,8 @@ PYBIND11_MODULE(_C, m) {
       [](std::optional<std::int64_t> limit_bytes, std::optional<double> deadline_ms,
          std::optional<int> max_retries, std::optional<std::string> ledger, bool log) {
         // Checked here too, not only in xalloc.graceful: _C.install is callable on its own.
-        if (limit_bytes && *limit_bytes < 0)
-          throw py::value_error("limit_bytes must not be negative, got " +
+        if (limit_bytes && *limit_bytes <= 0)
+          throw py::value_error("limit_bytes must be at least 1 byte (None: no cap), got " +
                                 std::to_string(*limit_bytes));
         if (deadline_ms && !(std::isfinite(*deadline_ms) && *deadline_ms >= 0))
           throw py::value_error("deadline_ms must be a finite number of milliseconds >= 0, got " +
@@ -54,6 +57,17 @@ PYBIND11_MODULE(_C, m) {
         throw py::value_error(xalloc::notAByteSize(text));
       },
       py::arg("text"), "A byte size in x-allocator's one grammar (512M, 8G, 1.5GiB) as bytes.");
+  m.def(
+      "check_model_file",
+      [](const std::string& path) {
+        try {
+          return modelTensorProblem(torch::jit::load(path, c10::Device(c10::kCPU)));
+        } catch (const c10::Error& e) {
+          throw std::runtime_error(e.what_without_backtrace());
+        }
+      },
+      py::arg("path"),
+      "What is wrong with the tensors of the TorchScript file at path ('' when nothing).");
   m.def("uninstall", &uninstall, "Put back the allocator that was there before install().");
   m.def("installed", &installed);
   m.def("get_stats", &stats, "Counters named like torch.cuda.memory_stats().");

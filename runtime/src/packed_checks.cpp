@@ -9,6 +9,7 @@
 #include <c10/core/GradMode.h>
 
 #include "finite_scan.h"
+#include "xalloc/tensor_extent.h"
 
 namespace xalloc::runtime::detail {
 
@@ -18,25 +19,8 @@ void checkStoredTensor(const at::Tensor& t, const char* who, const char* what) {
               t.layout());
   TORCH_CHECK(t.scalar_type() == at::kFloat, who, ": the ", what, " is ", t.scalar_type(),
               "; packed ops take float32");
-  if (t.numel() == 0 || t.device().is_meta())
-    return;
-  // The last element reached, in elements from the storage's start; every stride >= 0.
-  std::int64_t last = t.storage_offset();
-  TORCH_CHECK(last >= 0, who, ": the ", what, " has a negative storage offset ", last);
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    const std::int64_t st = t.stride(d), sz = t.size(d);
-    TORCH_CHECK(st >= 0, who, ": the ", what, " has a negative stride ", st, " in dimension ", d);
-    std::int64_t reach = 0;
-    TORCH_CHECK(!__builtin_mul_overflow(sz - 1, st, &reach) &&
-                    !__builtin_add_overflow(last, reach, &last),
-                who, ": the ", what, "'s sizes ", t.sizes(), " and strides ", t.strides(),
-                " reach past any storage");
-  }
-  const std::size_t item = t.element_size();
-  const std::size_t have = t.storage().nbytes();
-  TORCH_CHECK(static_cast<std::uint64_t>(last) < have / item && t.storage().data() != nullptr, who,
-              ": the ", what, " of sizes ", t.sizes(), " reaches element ", last,
-              " of a storage of ", have / item,
+  const std::string problem = tensorExtentProblem(t);
+  TORCH_CHECK(problem.empty(), who, ": the ", what, " has ", problem,
               " (the model file's tensor record is shorter than its sizes say)");
 }
 

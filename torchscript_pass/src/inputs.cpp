@@ -129,9 +129,20 @@ std::vector<c10::IValue> makeInputs(const std::vector<formats::InputSpec>& specs
     at::Tensor t;
     try {
       if (at::isIntegralType(*dtype, /*includeBool=*/true)) {
-        auto low = static_cast<std::int64_t>(std::ceil(s.low.value_or(0)));
-        auto high =
-            static_cast<std::int64_t>(std::ceil(s.high.value_or(*dtype == at::kBool ? 2 : 100)));
+        // Bounds past int64 have no integer cast (undefined behaviour): said as such.
+        const double lo = std::ceil(s.low.value_or(0));
+        const double hi = std::ceil(s.high.value_or(*dtype == at::kBool ? 2 : 100));
+        constexpr double kLimit = 9223372036854775807.0; // 2^63, the first double past int64
+        if (!(lo >= -kLimit && lo < kLimit && hi >= -kLimit && hi < kLimit)) {
+          char range[64];
+          std::snprintf(range, sizeof range, "%g:%g", s.low.value_or(0),
+                        s.high.value_or(*dtype == at::kBool ? 2 : 100));
+          throw InputError("", what + ": the range " + range +
+                                   " reaches past int64 (integer bounds are at most 2^63 in "
+                                   "magnitude)");
+        }
+        auto low = static_cast<std::int64_t>(lo);
+        auto high = static_cast<std::int64_t>(hi);
         if (high <= low) {
           char range[64];
           std::snprintf(range, sizeof range, "%g:%g", *s.low, *s.high);

@@ -1,7 +1,9 @@
 // loadModel / saveModel.
 #include "xalloc/tspass/model_io.h"
 
+#include <filesystem>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,30 +15,75 @@
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
+#include "xalloc/runtime/model_check.h"
 #include "xalloc/tspass/source_info.h"
 
 namespace xalloc::tspass {
 
+namespace {
+
+constexpr const char* kScriptIt =
+    "script it first: torch.jit.save(torch.jit.script(model.eval()), PATH), or "
+    "torch.jit.trace(model, example_inputs)";
+
+// Every tensor the model holds, in its attributes (parameters, buffers, and whatever lists,
+// tuples, dicts and objects hold) and in the constants of its code, fits its storage record;
+// an InputError naming the first that does not, before anything reads it.
+// A file that is not a model: a device or a folder (`xprof /dev/zero` read until memory ran
+// out), a torch.save pickle; "" when it may be one.
+std::string notAModel(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    return std::string("not a regular file (") +
+           (std::filesystem::is_directory(st) ? "a folder" : "a device, FIFO or socket") +
+           "): a model is a file written by torch.jit.save";
+  return "";
+}
+
+} // namespace
+
 LoadedModel loadModel(const std::string& path) {
+  if (const std::string why = notAModel(path); !why.empty())
+    throw InputError(path, why);
+  return loadModelBytes(readFile(path), path); // clear errors for missing / unreadable files
+}
+
+LoadedModel loadModelBytes(const std::string& bytes, const std::string& path) {
   LoadedModel m;
   m.path = path;
-  std::string bytes = readFile(path); // clear errors for missing / unreadable files
   m.sha256 = sha256Hex(bytes);
   torch::jit::ExtraFilesMap extra;
   try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
+    std::istringstream in(bytes);
+    caffe2::serialize::PyTorchStreamReader reader(&in);
+    bool code = false, data = false;
     for (const std::string& rec : reader.getAllRecords()) {
       const std::string prefix = "extra/";
       if (rec.compare(0, prefix.size(), prefix) == 0)
         extra[rec.substr(prefix.size())] = "";
+      code = code || rec.rfind("code/", 0) == 0;
+      data = data || rec == "data.pkl";
     }
+    if (data && !code)
+      throw InputError(path, std::string("a torch.save file (a pickled module or state dict), "
+                                         "not TorchScript: ") +
+                                 kScriptIt);
+  } catch (const InputError&) {
+    throw;
   } catch (const std::exception& e) {
+    // torch.save's legacy format is a pickle (protocol 2: 0x80 0x02) with no zip around it.
+    if (bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] <= 5)
+      throw InputError(path, std::string("a pickle (torch.save's legacy format), not "
+                                         "TorchScript: ") +
+                                 kScriptIt);
     throw InputError(path, "not a TorchScript model (expected a zip archive written by "
                            "torch.jit.save): " +
                                firstLine(e.what()));
   }
   try {
-    m.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
+    std::istringstream in(bytes);
+    m.module = torch::jit::load(in, c10::Device(c10::kCPU), extra);
   } catch (const std::exception& e) {
     std::string why = firstLine(e.what());
     // An op from a library of custom ops (torchvision::nms): say how to load it.
@@ -47,8 +94,16 @@ LoadedModel loadModel(const std::string& path) {
       why += "; load the library that defines it with --load-library FILE (torchvision's ops: "
              "its _C*.so)";
     }
+    // A model rewritten for the fast form holds the runtime's classes: say where they are.
+    if (why.find("__torch__.torch.classes.xalloc.") != std::string::npos ||
+        why.find("xalloc::") != std::string::npos)
+      why += " (the model was rewritten by xrewrite for the fast form: load "
+             "libxalloc_runtime.so first, with --load-library, xalloc.load(path) in Python or "
+             "xalloc::runtime::loadOps() in C++)";
     throw InputError(path, "cannot load TorchScript model: " + why);
   }
+  if (const std::string problem = runtime::modelTensorProblem(m.module); !problem.empty())
+    throw InputError(path, problem);
   m.extra_files.insert(extra.begin(), extra.end());
   return m;
 }
@@ -92,8 +147,9 @@ bool freezeModel(LoadedModel& model, const std::string& method) {
   return true;
 }
 
-void saveModel(const torch::jit::Module& module, const std::string& path,
-               const std::map<std::string, std::string>& extra_files) {
+std::string modelBytes(const torch::jit::Module& module,
+                       const std::map<std::string, std::string>& extra_files,
+                       const std::string& path) {
   torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
   // Through memory, so the archive's records sit under "archive/" (as a save to a stream from
   // Python puts them), not under the name of a temporary file.
@@ -103,7 +159,12 @@ void saveModel(const torch::jit::Module& module, const std::string& path,
   } catch (const std::exception& e) {
     throw InputError(path, "cannot save model: " + firstLine(e.what()));
   }
-  writeFileAtomic(path, bytes.str());
+  return bytes.str();
+}
+
+void saveModel(const torch::jit::Module& module, const std::string& path,
+               const std::map<std::string, std::string>& extra_files) {
+  writeFileAtomic(path, modelBytes(module, extra_files, path));
 }
 
 } // namespace xalloc::tspass

@@ -1,11 +1,12 @@
 // Model warnings: one line each, once per message.
 #include "xalloc/tspass/model_warnings.h"
 
-#include <cstdio>
 #include <mutex>
 #include <set>
 
 #include <c10/util/Exception.h>
+
+#include "xalloc/tool.h"
 
 namespace xalloc::tspass {
 
@@ -14,7 +15,7 @@ void reportModelWarning(const std::string& msg) {
   static std::set<std::string> shown;
   std::lock_guard<std::mutex> lock(mu);
   if (shown.insert(msg).second)
-    std::fprintf(stderr, "warning: the model warns: %s\n", msg.c_str());
+    printWarning("", "the model warns: " + msg); // one line, its control characters escaped
 }
 
 namespace {

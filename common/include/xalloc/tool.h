@@ -12,7 +12,12 @@ class App;
 
 namespace xalloc {
 
-/// "where: error: message" on stderr (where may be empty: "error: message").
+/// `text` with control characters written as \xHH (C0, DEL and C1): what a diagnostic shows of
+/// text from a file someone else wrote (a model's input names, its warnings, its attributes).
+std::string escapeControls(const std::string& text);
+
+/// "where: error: message" on stderr (where may be empty: "error: message"), control characters
+/// escaped.
 void printError(const std::string& where, const std::string& message);
 void printWarning(const std::string& where, const std::string& message);
 void printNote(const std::string& where, const std::string& message);

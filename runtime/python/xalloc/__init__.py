@@ -5,7 +5,7 @@
         run_model()
     print(xalloc.get_stats()["num_alloc_retries"])
 
-    xalloc.load_ops()   # before torch.jit.load of a model rewritten with --form fast
+    m = xalloc.load("model.opt.pt")   # a model rewritten with --form fast: ops, checks, load
 """
 import contextlib
 import os
@@ -25,9 +25,15 @@ def _bytes(value):
         raise TypeError(f"limit must be a byte count (int or str such as '8G'), not {value!r}")
     if isinstance(value, int):
         if not 0 <= value < 1 << 63:
-            raise ValueError(f"limit must be a byte count from 0 to 2**63 - 1, got {value}")
-        return value
-    return parse_bytes(value)
+            raise ValueError(f"limit must be a byte count from 1 to 2**63 - 1, got {value}")
+        n = value
+    else:
+        n = parse_bytes(value)
+    if n == 0:
+        # A cap of 0 refuses every allocation; it used to mean no cap, without a word.
+        raise ValueError(f"limit {value!r} is 0 bytes, which refuses every allocation "
+                         "(None: no cap)")
+    return n
 
 
 def parse_bytes(text):
@@ -107,3 +113,21 @@ def load_ops():
     path = library_path()
     torch.ops.load_library(path)
     return path
+
+
+def load(path, map_location=None):
+    """Load a TorchScript model, such as one xrewrite wrote for the fast form: the runtime's ops
+    are registered first (load_ops), then every tensor of the file is checked against what the
+    file holds (a damaged or hostile file is a ValueError naming the tensor, not a crash or a
+    read of stray memory), then torch.jit.load(path, map_location)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, not {path!r}")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such model file" if not os.path.exists(path)
+                                else f"{path}: not a regular file")
+    load_ops()
+    problem = _C.check_model_file(path)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    return torch.jit.load(path, map_location=map_location)

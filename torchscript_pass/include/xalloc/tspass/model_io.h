@@ -39,9 +39,13 @@ struct LoadedModel {
   std::string sha256;
 };
 
-/// Loads a TorchScript file on the CPU. A missing or unreadable file, or a file that is not a
-/// TorchScript archive, throws InputError("path", reason).
+/// Loads a TorchScript file on the CPU. A missing or unreadable file, a device or a folder, a
+/// file that is not a TorchScript archive (a torch.save file is said to be one), a model whose
+/// tensors reach past what the file holds (runtime/model_check.h), throws InputError("path",
+/// reason).
 LoadedModel loadModel(const std::string& path);
+/// The same from the bytes of such a file (`path` names it in errors).
+LoadedModel loadModelBytes(const std::string& bytes, const std::string& path);
 
 /// Inlines `method` into the module and passes the module once through the serializer, so its
 /// graph has the shape any saved copy of it will have. Loading compiles a model from its saved
@@ -62,6 +66,10 @@ bool isFrozen(const torch::jit::Module& module);
 /// needs eval mode).
 bool freezeModel(LoadedModel& model, const std::string& method);
 
+/// The bytes torch.jit.save writes for `module` with `extra_files` (`path` names it in errors).
+std::string modelBytes(const torch::jit::Module& module,
+                       const std::map<std::string, std::string>& extra_files,
+                       const std::string& path);
 /// Saves `module` with `extra_files` to `path` atomically.
 void saveModel(const torch::jit::Module& module, const std::string& path,
                const std::map<std::string, std::string>& extra_files);
