@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -116,8 +117,17 @@ struct State {
   GracefulCpuAllocator allocator;
   c10::Allocator* previous = nullptr;
   bool installed = false;
-  std::vector<Stack> stacks; // every stack ever installed: blocks may outlive their install
+  std::vector<Stack> stacks;       // every stack ever installed: blocks may outlive their install
+  std::vector<std::size_t> active; // the installs in force, innermost last (indices in stacks)
+  // Release callbacks, each added to every stack (those installed later too), by their id.
+  std::vector<std::pair<int, RetryStage::ReleaseCallback>> callbacks;
+  std::map<std::pair<std::size_t, int>, int> stage_ids; // (stack, callback id) -> stage's id
+  int next_callback = 0;
 };
+
+void addToStack(State& s, std::size_t stack, int id, const RetryStage::ReleaseCallback& cb) {
+  s.stage_ids[{stack, id}] = s.stacks[stack].retry->addReleaseCallback(cb);
+}
 
 State& state() {
   static State* s = new State; // never destroyed: deleters may run during static destruction
@@ -128,8 +138,13 @@ std::int64_t parseBytes(const char* var) {
   const char* v = std::getenv(var);
   if (!v || !*v)
     return 0;
-  if (const auto bytes = parseByteSize(v))
+  if (const auto bytes = parseByteSize(v)) {
+    if (*bytes == 0)
+      throw std::invalid_argument(std::string(var) + "='" + v +
+                                  "': a cap of 0 bytes refuses every allocation (unset it for "
+                                  "no cap)");
     return *bytes;
+  }
   throw std::invalid_argument(std::string(var) + "='" + v + "': " + notAByteSize(v));
 }
 
@@ -163,6 +178,10 @@ void install(const InstallOptions& o) {
     ledger = Ledger::open(o.ledger, o.limit_bytes);
   auto backend = std::make_shared<CpuBackend>(ledger ? 0 : o.limit_bytes, ledger);
   s.stacks.push_back(makeStack(backend, o.retry, ledger, o.log, o.log_path));
+  const std::size_t index = s.stacks.size() - 1;
+  for (const auto& [id, cb] : s.callbacks)
+    addToStack(s, index, id, cb);
+  s.active.push_back(index);
   s.allocator.current_.store(s.stacks.back().top.get(), std::memory_order_release);
   if (!s.installed) {
     s.previous = c10::GetAllocator(c10::DeviceType::CPU);
@@ -174,8 +193,14 @@ void install(const InstallOptions& o) {
 void uninstall() {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  if (!s.installed)
+  if (!s.installed || s.active.empty())
     return;
+  s.active.pop_back();
+  if (!s.active.empty()) {
+    // The enclosing install is in force again, with its own cap and counters.
+    s.allocator.current_.store(s.stacks[s.active.back()].top.get(), std::memory_order_release);
+    return;
+  }
   c10::SetAllocator(c10::DeviceType::CPU, s.previous, kPriority);
   s.installed = false;
 }
@@ -186,30 +211,50 @@ bool installed() {
   return s.installed;
 }
 
+namespace {
+// The stack whose counters stats() shows: the one in force, else the last one installed.
+const Stack* shown(const State& s) {
+  if (!s.active.empty())
+    return &s.stacks[s.active.back()];
+  return s.stacks.empty() ? nullptr : &s.stacks.back();
+}
+} // namespace
+
 std::map<std::string, double> stats() {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  return s.stacks.empty() ? std::map<std::string, double>{} : s.stacks.back().stats->snapshot();
+  const Stack* st = shown(s);
+  return st ? st->stats->snapshot() : std::map<std::string, double>{};
 }
 
 void resetStats() {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  if (!s.stacks.empty())
-    s.stacks.back().stats->reset();
+  if (const Stack* st = shown(s))
+    st->stats->reset();
 }
 
 int addReleaseCallback(RetryStage::ReleaseCallback cb) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  return s.stacks.empty() ? -1 : s.stacks.back().retry->addReleaseCallback(std::move(cb));
+  const int id = s.next_callback++;
+  for (std::size_t i = 0; i < s.stacks.size(); ++i)
+    addToStack(s, i, id, cb);
+  s.callbacks.emplace_back(id, std::move(cb));
+  return id;
 }
 
 void removeReleaseCallback(int id) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  if (!s.stacks.empty())
-    s.stacks.back().retry->removeReleaseCallback(id);
+  s.callbacks.erase(std::remove_if(s.callbacks.begin(), s.callbacks.end(),
+                                   [&](const auto& c) { return c.first == id; }),
+                    s.callbacks.end());
+  for (std::size_t i = 0; i < s.stacks.size(); ++i)
+    if (auto it = s.stage_ids.find({i, id}); it != s.stage_ids.end()) {
+      s.stacks[i].retry->removeReleaseCallback(it->second);
+      s.stage_ids.erase(it);
+    }
 }
 
 } // namespace xalloc::runtime

@@ -103,8 +103,22 @@ void RetryStage::deallocate(void* p, std::size_t bytes) {
   }
 }
 
+namespace {
+// How deep the calling thread is in a ladder: a release callback that allocates comes back to
+// the ladder, which must not call it again (it re-entered 498 times, 4.2 s past a 0.3 s
+// deadline).
+thread_local int t_ladder_depth = 0;
+struct LadderScope {
+  LadderScope() { ++t_ladder_depth; }
+  ~LadderScope() { --t_ladder_depth; }
+};
+} // namespace
+
 void* RetryStage::slowPath(std::size_t bytes) {
   const double t0 = nowMs();
+  const double deadline = t0 + config_.deadline_ms;
+  const bool nested = t_ladder_depth > 0;
+  LadderScope scope;
   auto recovered = [&](const char* step, void* p) {
     if (stats_)
       stats_->onRecovered(step, nowMs() - t0);
@@ -115,9 +129,19 @@ void* RetryStage::slowPath(std::size_t bytes) {
       stats_->onRetry();
     return up_->allocate(bytes);
   };
-  if (config_.search_again)
+  if (config_.search_again || nested)
     if (void* p = retry())
       return recovered("search", p);
+  if (nested) {
+    // Inside a release callback (or what it called): one more try, then the error, at once.
+    if (stats_)
+      stats_->onOom();
+    std::ostringstream msg;
+    msg << "out of memory: cannot allocate " << bytesText(static_cast<double>(bytes)) << " on "
+        << up_->name() << " inside a release callback (the ladder does not call callbacks again "
+        << "from one)";
+    throw OutOfMemory(bytes, msg.str());
+  }
   if (config_.release_callbacks) {
     std::vector<ReleaseCallback> cbs;
     {
@@ -125,10 +149,19 @@ void* RetryStage::slowPath(std::size_t bytes) {
       for (auto& c : callbacks_)
         cbs.push_back(c.second);
     }
-    for (auto& cb : cbs)
-      if (cb(bytes) > 0)
+    for (auto& cb : cbs) {
+      if (nowMs() >= deadline)
+        break; // the deadline holds for callbacks too
+      std::size_t freed = 0;
+      try {
+        freed = cb(bytes);
+      } catch (const std::exception&) {
+        freed = 0; // it failed (an allocation it made ran out too): it freed nothing
+      }
+      if (freed > 0)
         if (void* p = retry())
           return recovered("callbacks", p);
+    }
   }
   if (config_.empty_cache && up_->emptyCache() > 0)
     if (void* p = retry())
@@ -145,7 +178,6 @@ void* RetryStage::slowPath(std::size_t bytes) {
     // a free in this process or a release by a peer ends a wait early.
     thread_local std::mt19937_64 rng(std::random_device{}());
     double wait = std::max(config_.backoff_ms, 0.01);
-    const double deadline = t0 + config_.deadline_ms;
     for (int attempt = 0; attempt < config_.max_attempts; ++attempt) {
       const double left = deadline - nowMs();
       if (left <= 0)

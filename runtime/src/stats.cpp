@@ -152,8 +152,11 @@ void Stats::reset() {
   {
     std::lock_guard<std::mutex> g(shards_mu_);
     for (auto& s : shards_) {
+      // Blocks in use stay counted as allocated, as their bytes do: their frees after the reset
+      // would otherwise make the counts negative.
       const std::int64_t net = s->bytes_in.load() - s->bytes_out.load();
-      s->allocs = 0;
+      const std::int64_t live = s->allocs.load() - s->frees.load();
+      s->allocs = live;
       s->frees = 0;
       s->bytes_in = net;
       s->bytes_out = 0;

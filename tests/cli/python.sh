@@ -118,6 +118,67 @@ kinds = [type(e).__name__ for e in reported]
 assert kinds == ["KeyError", "TypeError", "TypeError", "TypeError"], reported
 assert "returns the bytes it freed" in str(reported[1]), reported[1]
 
+# The allocator's edges (issue "A fast form users can deploy", item 11). Blocks nest as a stack:
+# leaving the inner one keeps the outer one's cap (it uninstalled the outer one).
+with xalloc.graceful(limit="32M", deadline_ms=20):
+    with xalloc.graceful(limit="256M", deadline_ms=20):
+        big = torch.empty(40 << 20)            # 160 MiB: within the inner cap
+        del big
+    assert xalloc.installed(), "leaving the inner block uninstalled the outer one"
+    try:
+        torch.empty(40 << 20)
+        raise SystemExit("the outer cap was gone after the inner block")
+    except RuntimeError as e:
+        assert "out of memory" in str(e), e
+assert not xalloc.installed()
+# A callback added before install is called (it was silently never called).
+held = [torch.empty(10 << 20)]
+called = []
+def give_back(wanted):
+    called.append(wanted)
+    freed = sum(t.numel() * t.element_size() for t in held)
+    held.clear()
+    return freed
+h = xalloc.add_release_callback(give_back)
+with xalloc.graceful(limit="64M", deadline_ms=20):
+    held = [torch.empty(10 << 20)]
+    z = torch.zeros(10 << 20)
+    assert called and not held, "a callback added before install was never called"
+    del z
+xalloc.remove_release_callback(h)
+# A callback that allocates does not send the ladder round again (498 times, 4.2 s past a
+# 0.3 s deadline).
+import time
+rounds = []
+def greedy(wanted):
+    rounds.append(wanted)
+    return torch.empty(30 << 20).numel() * 4
+h = xalloc.add_release_callback(greedy)
+with xalloc.graceful(limit="64M", deadline_ms=300):
+    t0 = time.monotonic()
+    try:
+        torch.empty(30 << 20)
+        raise SystemExit("allocated past the cap")
+    except RuntimeError:
+        pass
+    assert len(rounds) == 1 and time.monotonic() - t0 < 3, (len(rounds), time.monotonic() - t0)
+xalloc.remove_release_callback(h)
+# A limit of 0, or one that rounds to 0 bytes, is refused (it meant no cap).
+for bad in (0, "0", "0.4"):
+    try:
+        with xalloc.graceful(limit=bad):
+            pass
+        raise SystemExit(f"accepted limit={bad!r}")
+    except ValueError as e:
+        assert "0 bytes" in str(e), e
+# reset_stats() with live tensors: counts stay non-negative.
+with xalloc.graceful(limit="64M"):
+    live = torch.empty(1 << 20)
+    xalloc.reset_stats()
+    del live
+    s = xalloc.get_stats()
+    assert s["allocation.all.current"] >= 0 and s["allocated_bytes.all.current"] >= 0, s
+
 assert xalloc.load_ops().endswith("libxalloc_runtime.so")
 print("python: ok")
 PY

@@ -2,6 +2,7 @@
 // retry ladder, and uninstall with tensors still alive.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -111,9 +112,73 @@ TEST(GracefulCpu, BadEnvironmentIsNamed) {
   EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 2ll << 30);
   ::setenv("XALLOC_CPU_LIMIT", "8g", 1);
   EXPECT_EQ(InstallOptions::fromEnvironment().limit_bytes, 8ll << 30);
-  for (const char* bad : {"inf", "1e30G", "-1"}) {
+  // A cap of 0 refuses everything: an error, not "no cap" without a word.
+  for (const char* bad : {"inf", "1e30G", "-1", "0", "0.4"}) {
     ::setenv("XALLOC_CPU_LIMIT", bad, 1);
     EXPECT_THROW(InstallOptions::fromEnvironment(), std::invalid_argument) << bad;
   }
   ::unsetenv("XALLOC_CPU_LIMIT");
+}
+
+// Installs nest as a stack: leaving the inner one puts the outer one (its cap) back, rather than
+// leaving the rest of the outer block uncapped.
+TEST(GracefulCpu, InstallsNestAsAStack) {
+  Guard outer(capped(32 << 20));
+  {
+    Guard inner(capped(256 << 20));
+    at::Tensor big = at::empty({40 << 20}); // 160 MiB: within the inner cap
+    EXPECT_TRUE(installed());
+  }
+  EXPECT_TRUE(installed()) << "leaving the inner block uninstalled the outer one";
+  EXPECT_THROW(at::empty({40 << 20}), c10::OutOfMemoryError) << "the outer cap is gone";
+}
+
+// A release callback added before install is called by what is installed after; one that
+// allocates (and fails) does not send the ladder round again, and the deadline holds.
+TEST(GracefulCpu, CallbacksOutliveInstallsAndMayNotReenter) {
+  std::optional<at::Tensor> cache;
+  int calls = 0;
+  const int id = addReleaseCallback([&](std::size_t) {
+    ++calls;
+    const std::size_t freed = cache ? cache->nbytes() : 0;
+    cache.reset();
+    return freed;
+  });
+  {
+    Guard g(capped(64 << 20));
+    cache = at::empty({10 << 20});
+    at::Tensor t = at::zeros({10 << 20}); // fits once the callback frees the cache
+    EXPECT_EQ(calls, 1) << "a callback added before install was never called";
+    EXPECT_FALSE(cache.has_value());
+  }
+  removeReleaseCallback(id);
+  int reentered = 0;
+  const int greedy = addReleaseCallback([&](std::size_t) -> std::size_t {
+    ++reentered;
+    at::Tensor more = at::empty({30 << 20}); // allocates inside the ladder, and cannot
+    return more.nbytes();
+  });
+  {
+    InstallOptions o = capped(64 << 20);
+    o.retry.deadline_ms = 300;
+    Guard g(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(at::empty({30 << 20}), c10::OutOfMemoryError);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(reentered, 1) << "the callback was called again from inside itself";
+    EXPECT_LT(ms, 3000) << "ran far past a 300 ms deadline"; // generous: a loaded machine
+  }
+  removeReleaseCallback(greedy);
+}
+
+// reset_stats() with tensors alive: counts stay non-negative when they are freed.
+TEST(GracefulCpu, ResetWithLiveTensorsKeepsCountsNonNegative) {
+  Guard g(capped(64 << 20));
+  std::optional<at::Tensor> live = at::empty({1 << 20});
+  resetStats();
+  live.reset();
+  const auto m = stats();
+  EXPECT_GE(m.at("allocation.all.current"), 0);
+  EXPECT_GE(m.at("allocated_bytes.all.current"), 0);
 }

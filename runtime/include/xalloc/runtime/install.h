@@ -23,14 +23,18 @@ struct InstallOptions {
   bool log = false;             // XALLOC_LOG=1
   std::string log_path;         // XALLOC_LOG_FILE (default: stderr)
   std::string ledger;           // XALLOC_LEDGER: a shm name such as /xalloc-cpu (default: none)
-  std::int64_t limit_bytes = 0; // XALLOC_CPU_LIMIT: cap on CPU bytes (0: none), e.g. 4G
+  std::int64_t limit_bytes = 0; // XALLOC_CPU_LIMIT: cap on CPU bytes (0: none), e.g. 4G;
+                                // XALLOC_CPU_LIMIT=0, a cap that refuses everything, is an error
   /// Reads every XALLOC_* variable; throws std::invalid_argument naming a bad one.
   static InstallOptions fromEnvironment();
 };
 
 /// Installs the stack as the CPU allocator. Installing again replaces the stack.
+/// Installs are a stack: an install() inside another (a nested Guard, a nested
+/// xalloc.graceful block) is undone by the next uninstall(), which puts the outer one back.
 void install(const InstallOptions& options = InstallOptions::fromEnvironment());
-/// Puts back the allocator that was there before install(). No-op when not installed.
+/// Undoes the most recent install(): the one before it is in place again, or, after the
+/// outermost, the allocator that was there before. No-op when not installed.
 void uninstall();
 bool installed();
 
@@ -38,8 +42,8 @@ bool installed();
 std::map<std::string, double> stats();
 void resetStats();
 
-/// A release callback for the retry ladder of the installed stack (see RetryStage). Returns an
-/// id, or -1 when not installed.
+/// A release callback for the retry ladder (see RetryStage): called by every stack installed,
+/// whether it was installed before or after the callback was added. Returns an id.
 int addReleaseCallback(RetryStage::ReleaseCallback cb);
 void removeReleaseCallback(int id);
 
