@@ -74,6 +74,31 @@ for name, wants in (("mobilenet_v3_small", "conv2d_packed"), ("squeezenet1_1", "
           "or one clear error")
 PY
 
+# A transformer block frozen (vit_b_16's attention: nn.MultiheadAttention takes the fused path,
+# whose attention-weights output is undefined): xprof --freeze stopped at "strides() called on
+# an undefined Tensor". It goes through the pipeline, and its rewrite within the tolerance.
+cat >mha.py <<'PY'
+import json, torch
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(32)
+        self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+        self.fc = torch.nn.Linear(32, 10)
+    def forward(self, x):
+        y = self.ln(x)
+        y, _ = self.attn(y, y, y, need_weights=False)
+        return self.fc((x + y).mean(1))
+torch.manual_seed(0)
+torch.jit.save(torch.jit.script(Block().eval()), "mha.pt")
+PY
+"$XALLOC_PYTHON" mha.py
+xprof mha.pt --input-shape 2x16x32 --freeze "${QUICK[@]}" -o mha.profile.json ||
+  fail "xprof --freeze on a block with fused attention"
+xcost mha.profile.json | xsched --form fast -o mha.schedule.json
+xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.opt.pt -q ||
+  fail "xrewrite --freeze on a block with fused attention"
+
 # 300 image sizes: memory grows at most 2x the original's + 64 MiB (each packed op keeps a
 # bounded number of shapes prepared; it kept one per size seen: +172 MiB against +19).
 cat >sizes.py <<'PY'
