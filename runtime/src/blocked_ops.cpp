@@ -45,8 +45,29 @@ MkldnnBuffer mkldnnBuffer(const at::Tensor& t, const char* op) {
               op,
               ": cannot read this MKLDNN tensor's buffer (this libtorch lays MKLDNN tensors "
               "out otherwise than the runtime was built for)");
-  return {static_cast<float*>(m.get_data_handle()),
-          static_cast<std::int64_t>(bytes / sizeof(float))};
+  MkldnnBuffer b{static_cast<float*>(m.get_data_handle()),
+                 static_cast<std::int64_t>(bytes / sizeof(float))};
+  // Padded channels: where the lanes past the logical channels of the last block are, for a
+  // 4-D layout blocked once on the channels (nChw8c, nChw16c); -1 when padded otherwise.
+  const dnnl_memory_desc_t& raw = d.data;
+  if (raw.ndims == 4 && raw.padded_dims[1] > raw.dims[1]) {
+    b.pad_offset = -1;
+    const auto& blk = raw.format_desc.blocking;
+    if (raw.format_kind == dnnl_blocked && blk.inner_nblks == 1 && blk.inner_idxs[0] == 1 &&
+        raw.padded_dims[0] == raw.dims[0] && raw.padded_dims[2] == raw.dims[2] &&
+        raw.padded_dims[3] == raw.dims[3]) {
+      const std::int64_t block = blk.inner_blks[0], c = raw.dims[1];
+      b.pad_lanes = raw.padded_dims[1] - c;
+      if (c % block + b.pad_lanes == block) { // the padding is the last block's tail
+        b.pad_sizes = {raw.dims[0], raw.dims[2], raw.dims[3]};
+        b.pad_strides = {blk.strides[0], blk.strides[2], blk.strides[3]};
+        b.pad_offset = raw.offset0 + (c / block) * blk.strides[1] + c % block;
+      }
+    } else {
+      b.pad_lanes = raw.padded_dims[1] - raw.dims[1];
+    }
+  }
+  return b;
 }
 #else
 MkldnnBuffer mkldnnBuffer(const at::Tensor&, const char* op) {
@@ -65,21 +86,63 @@ bool hasNaN(const at::Tensor& t, const char* op) {
   return anyNaN(b.data, b.elements);
 }
 
-at::Tensor blockedRelu_(at::Tensor self) {
-  if (!self.is_mkldnn())
-    return at::relu_(self);
-  at::Tensor raw = rawView(mkldnnBuffer(self, "xalloc::blocked_relu_"));
-  at::relu_(raw);
+// An activation computed in place over the raw buffer with ATen's own kernel (NaN kept as
+// ATen keeps it). An activation that is not 0 at 0 (the hard sigmoid: 0.5) has the padded lanes
+// of a channel-blocked buffer put back to 0, as oneDNN expects them.
+template <class F>
+at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero) {
+  if (!self.is_mkldnn()) {
+    f(self);
+    return self;
+  }
+  const MkldnnBuffer b = mkldnnBuffer(self, op);
+  at::Tensor raw = rawView(b);
+  f(raw);
+  if (!zero_at_zero && b.pad_lanes > 0) {
+    TORCH_CHECK(b.pad_offset >= 0, op,
+                ": a blocked layout whose padding the runtime cannot find; computed densely");
+    raw.as_strided({b.pad_sizes[0], b.pad_sizes[1], b.pad_sizes[2], b.pad_lanes},
+                   {b.pad_strides[0], b.pad_strides[1], b.pad_strides[2], 1}, b.pad_offset)
+        .zero_();
+  }
   return self;
 }
 
+// libtorch 1.13's out-of-place MKLDNN hard swish, hard sigmoid and relu6 (prim::MKLDNNHardSwish
+// ...) write into an output sized by the logical element count over a buffer the size of the
+// padded one: with channels not a multiple of the block (120 of 128), the result is wrong (by 28
+// on a random convolution's output). Out of place is a copy, then in place.
+template <class F>
+at::Tensor unaryOutOfPlace(const at::Tensor& self, const char* op, F f, bool zero_at_zero) {
+  if (!self.is_mkldnn()) {
+    at::Tensor out = self.clone();
+    f(out);
+    return out;
+  }
+  return unaryInPlace(self.clone(), op, f, zero_at_zero);
+}
+
+at::Tensor blockedRelu_(at::Tensor self) {
+  return unaryInPlace(
+      self, "xalloc::blocked_relu_", [](at::Tensor& t) { at::relu_(t); }, true);
+}
+
 at::Tensor blockedRelu(const at::Tensor& self) {
-  if (!self.is_mkldnn())
+  // libtorch's out-of-place MKLDNN relu is right but for NaN: its result unless there is one.
+  if (self.is_mkldnn() && !hasNaN(self, "xalloc::blocked_relu"))
     return at::relu(self);
-  if (!hasNaN(self, "xalloc::blocked_relu"))
-    return at::relu(self);
-  at::Tensor out = self.clone();
-  return blockedRelu_(out);
+  return unaryOutOfPlace(
+      self, "xalloc::blocked_relu", [](at::Tensor& t) { at::relu_(t); }, true);
+}
+
+void hardswish(at::Tensor& t) {
+  at::hardswish_(t);
+}
+void hardsigmoid(at::Tensor& t) {
+  at::hardsigmoid_(t);
+}
+void relu6(at::Tensor& t) {
+  at::hardtanh_(t, 0, 6);
 }
 
 at::Tensor blockedMaxPool2d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
@@ -106,6 +169,23 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
   m.def("to_blocked(Tensor self) -> Tensor", toBlocked);
   m.def("blocked_relu(Tensor self) -> Tensor", blockedRelu);
   m.def("blocked_relu_(Tensor(a!) self) -> Tensor(a!)", blockedRelu_);
+  m.def("blocked_hardswish(Tensor self) -> Tensor", [](const at::Tensor& t) {
+    return unaryOutOfPlace(t, "xalloc::blocked_hardswish", hardswish, true);
+  });
+  m.def("blocked_hardswish_(Tensor(a!) self) -> Tensor(a!)", [](at::Tensor t) {
+    return unaryInPlace(t, "xalloc::blocked_hardswish_", hardswish, true);
+  });
+  m.def("blocked_hardsigmoid(Tensor self) -> Tensor", [](const at::Tensor& t) {
+    return unaryOutOfPlace(t, "xalloc::blocked_hardsigmoid", hardsigmoid, false);
+  });
+  m.def("blocked_hardsigmoid_(Tensor(a!) self) -> Tensor(a!)", [](at::Tensor t) {
+    return unaryInPlace(t, "xalloc::blocked_hardsigmoid_", hardsigmoid, false);
+  });
+  m.def("blocked_relu6(Tensor self) -> Tensor", [](const at::Tensor& t) {
+    return unaryOutOfPlace(t, "xalloc::blocked_relu6", relu6, true);
+  });
+  m.def("blocked_relu6_(Tensor(a!) self) -> Tensor(a!)",
+        [](at::Tensor t) { return unaryInPlace(t, "xalloc::blocked_relu6_", relu6, true); });
   m.def("blocked_max_pool2d(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
         "int[2] dilation, bool ceil_mode) -> Tensor",
         blockedMaxPool2d);

@@ -468,15 +468,16 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
       ++e.blocked_ops;
       continue;
     }
+    // The runtime's forms: libtorch's MKLDNN relu and max pooling turn NaN into 0 (oneDNN's
+    // max), and its out-of-place MKLDNN hard swish, hard sigmoid and relu6 are wrong when the
+    // channels are not a multiple of the block (runtime/src/blocked_ops.cpp).
     static const std::map<std::string, std::string> renamed = {
-        {"aten::hardswish", "prim::MKLDNNHardSwish"},
-        {"aten::hardswish_", "prim::MKLDNNHardSwish_"},
-        {"aten::hardsigmoid", "prim::MKLDNNHardSigmoid"},
-        {"aten::hardsigmoid_", "prim::MKLDNNHardSigmoid_"},
-        {"aten::relu6", "prim::MKLDNNRelu6"},
-        {"aten::relu6_", "prim::MKLDNNRelu6_"},
-        // libtorch's MKLDNN relu and max pooling turn NaN into 0 (oneDNN's max); the runtime's
-        // forms keep it as ATen does.
+        {"aten::hardswish", "xalloc::blocked_hardswish"},
+        {"aten::hardswish_", "xalloc::blocked_hardswish_"},
+        {"aten::hardsigmoid", "xalloc::blocked_hardsigmoid"},
+        {"aten::hardsigmoid_", "xalloc::blocked_hardsigmoid_"},
+        {"aten::relu6", "xalloc::blocked_relu6"},
+        {"aten::relu6_", "xalloc::blocked_relu6_"},
         {"aten::relu", "xalloc::blocked_relu"},
         {"aten::relu_", "xalloc::blocked_relu_"},
         {"aten::max_pool2d", "xalloc::blocked_max_pool2d"}};
