@@ -123,6 +123,17 @@ TEST(PackedOps, NanAndInfinityComeOutWhereATensDo) {
     const at::Tensor got = conv->run(big);
     EXPECT_TRUE(at::equal(at::isnan(got), at::isnan(ref))) << c.name << " (near float's max)";
   }
+  // Every other activation keeps NaN and both infinities through oneDNN as through ATen (their
+  // inputs are not scanned).
+  for (const char* post : {"none", "silu", "sigmoid", "gelu", "tanh", "hardswish"}) {
+    const ConvCase c{post, 8, 16, 3, 1, 1, 1, post};
+    auto conv = makeConv(c);
+    at::Tensor x = at::randn({1, 8, 10, 10});
+    x.index_put_({0, 1, 2, 2}, NAN);
+    x.index_put_({0, 2, 6, 6}, INFINITY);
+    x.index_put_({0, 3, 8, 3}, -INFINITY);
+    expectSameNonFinite(conv->run(x), conv->reference(x), std::string(post) + " (NaN, inf)");
+  }
   auto linear = c10::make_intrusive<PackedLinear>(at::randn({16, 32}), at::randn({16}), "relu");
   at::Tensor x = at::randn({3, 32});
   x.index_put_({1, 4}, NAN);
