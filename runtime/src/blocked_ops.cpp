@@ -4,6 +4,8 @@
 // NaN scan of the input (then ATen's result, densely: NaN is rare, correctness is not).
 #include "blocked_ops.h"
 
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <ATen/OpaqueTensorImpl.h>
 #include <torch/library.h>
@@ -22,21 +24,48 @@ namespace {
 // libtorch 1.13 keeps an MKLDNN tensor as an OpaqueTensorImpl holding
 // intrusive_ptr<IntrusivePtrTargetWrapper<ideep::tensor>> (ATen/native/mkldnn/MKLDNNCommon.h,
 // which Debian does not install), and ideep::tensor's first base is dnnl::memory (it has no
-// virtual functions): this mirror has the same layout. What it reads is checked against the
-// tensor's own sizes before use, and the runtime's tests read known tensors through it.
+// virtual functions), so a dnnl::memory lives where the wrapper keeps its tensor. Where that is
+// is measured on objects of the same layout made here (an OpaqueTensorImpl of another handle of
+// one pointer; a target of the same base and alignment), never by casting libtorch's objects to
+// types they are not. What is read is checked against the tensor's own sizes before use, and
+// the runtime's tests read known tensors through it.
 struct MkldnnTarget : c10::intrusive_ptr_target {
   dnnl::memory target;
 };
-using MkldnnImpl = at::OpaqueTensorImpl<c10::intrusive_ptr<MkldnnTarget>>;
+using Handle = c10::intrusive_ptr<MkldnnTarget>;
+
+struct Offsets {
+  std::ptrdiff_t handle = 0; // of the handle in the OpaqueTensorImpl
+  std::ptrdiff_t target = 0; // of the dnnl::memory in the wrapper
+};
+
+const Offsets& offsets() {
+  static const Offsets o = [] {
+    Offsets r;
+    at::OpaqueTensorImpl<Handle> impl(c10::DispatchKeySet(c10::DispatchKey::MkldnnCPU),
+                                      caffe2::TypeMeta::Make<float>(), c10::Device(c10::kCPU),
+                                      Handle(), {1});
+    r.handle = reinterpret_cast<const char*>(&impl.unsafe_opaque_handle()) -
+               reinterpret_cast<const char*>(static_cast<c10::TensorImpl*>(&impl));
+    MkldnnTarget probe;
+    r.target = reinterpret_cast<const char*>(&probe.target) -
+               reinterpret_cast<const char*>(static_cast<c10::intrusive_ptr_target*>(&probe));
+    return r;
+  }();
+  return o;
+}
+static_assert(sizeof(Handle) == sizeof(void*), "an intrusive_ptr is one pointer");
 } // namespace
 
 MkldnnBuffer mkldnnBuffer(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.defined() && t.is_mkldnn() && t.scalar_type() == at::kFloat, op,
               ": expected a float32 MKLDNN tensor");
-  auto* impl = static_cast<MkldnnImpl*>(t.unsafeGetTensorImpl());
-  const auto& handle = impl->unsafe_opaque_handle();
-  TORCH_CHECK(handle.defined(), op, ": an MKLDNN tensor without a buffer");
-  const dnnl::memory& m = handle->target;
+  const char* impl = reinterpret_cast<const char*>(t.unsafeGetTensorImpl());
+  const void* wrapper = nullptr; // the handle's one pointer: libtorch's wrapper
+  std::memcpy(&wrapper, impl + offsets().handle, sizeof wrapper);
+  TORCH_CHECK(wrapper != nullptr, op, ": an MKLDNN tensor without a buffer");
+  const auto& m =
+      *reinterpret_cast<const dnnl::memory*>(static_cast<const char*>(wrapper) + offsets().target);
   const dnnl::memory::desc d = m.get_desc();
   const std::size_t bytes = d.get_size();
   TORCH_CHECK(d.dims() == t.sizes().vec() && d.data_type() == dnnl::memory::data_type::f32 &&

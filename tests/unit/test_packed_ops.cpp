@@ -17,7 +17,6 @@
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
-#include "xalloc/runtime/async.h"
 #include "xalloc/runtime/packed.h"
 
 #include "../../runtime/src/blocked_ops.h"
@@ -299,7 +298,7 @@ std::vector<c10::IValue> runIr(const std::string& ir, std::vector<c10::IValue> i
 // The blocked regions' relu (in place and not) and max pooling keep NaN where libtorch's MKLDNN
 // forms drop it; the region entry refuses an input that wants gradients.
 TEST(PackedOps, BlockedReluAndMaxPoolKeepNaN) {
-  loadOps();
+  ASSERT_TRUE(hasPackedConv()); // the runtime's ops are registered (linked in, or loaded)
   // An MKLDNN convolution's output is in oneDNN's blocked layout, with padded lanes (20 channels).
   at::Tensor x = at::randn({1, 8, 10, 10});
   at::Tensor w = at::randn({20, 8, 3, 3}).mul(0.3);
@@ -348,7 +347,7 @@ graph(%d : Tensor):
 // channels are not a multiple of the block (120 of 128: off by 28): the runtime's forms are
 // ATen's, in place and not, and leave the padded lanes zero.
 TEST(PackedOps, BlockedActivationsOnPaddedChannelsAreATens) {
-  loadOps();
+  ASSERT_TRUE(hasPackedConv()); // the runtime's ops are registered (linked in, or loaded)
   for (std::int64_t channels : {120, 20, 32}) {
     at::Tensor x = at::randn({2, 8, 9, 9});
     at::Tensor w = at::randn({channels, 8, 3, 3}).mul(0.3);
