@@ -76,13 +76,14 @@ bench-peer: build ## original / peer (optimize_for_inference) / ours on public m
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
 
 SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan
+check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan, its packed ops under ASan+UBSan
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$(SANITIZE)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 	@cmake --build build-asan -j $(JOBS) --target xalloc_unit_tests
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/xalloc_unit_tests --gtest_brief=1
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_tsan_tests xalloc_asan_tests
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_tsan_tests xalloc_asan_tests xalloc_asan_packed_tests
 	@$(BIN)/xalloc_tsan_tests --gtest_brief=1 && $(BIN)/xalloc_asan_tests --gtest_brief=1
+	@ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 $(BIN)/xalloc_asan_packed_tests --gtest_brief=1
 
 FUZZ_SECONDS ?= 60
 fuzz: ## libFuzzer on the document readers, stream, byte sizes, anchors (clang-14, ASan+UBSan): FUZZ_SECONDS each
