@@ -188,7 +188,8 @@ at::Tensor toBlocked(const at::Tensor& self) {
               "xalloc::to_blocked: this model was rewritten for inference, and part of it runs "
               "in oneDNN's blocked format, which computes no gradients: call it under "
               "torch.no_grad() or torch.inference_mode(), or take gradients of the original "
-              "model (or of one rewritten with `xsched --form portable`)");
+              "model (`xrewrite --show` on this file names it, under \"model\") or of one "
+              "rewritten with `xsched --form portable`");
   return self.to_mkldnn();
 }
 
