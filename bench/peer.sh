@@ -6,7 +6,11 @@
 # (xsched --form fast: packed and blocked regions), rewrite it (xrewrite --freeze, checked
 # within the default tolerance), then time the original, the peer
 # (optimize_for_inference(freeze(m))), ours and ours under the peer, interleaved (xbench-peer).
-# Prints one table and the geometric means; JSON per model in OUT.
+# Prints one table and the geometric means; JSON per model in OUT. Then the same models in Python,
+# as users load them (bench/python_peers.py): the original, the TorchScript peer, ONNX Runtime
+# (exported with torch.onnx.export; npm's onnxruntime-node, installed by scripts/install-ort.sh)
+# and ours, interleaved, with p50, p90 and each one's error; a contender beyond the tolerance is
+# marked WRONG.
 #
 #   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 make bench-peer
 set -euo pipefail
@@ -24,7 +28,10 @@ mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
 
 echo "backend: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3), threads $THREADS"
+ORT=1
+bash "$HERE/../scripts/install-ort.sh" || { echo "bench-peer: no ONNX Runtime (npm): its column is left out" >&2; ORT=0; }
 results=()
+python_results=()
 run_one() { # run_one NAME MODEL.pt
   local name=$1 model=$2 d="$OUT/$1"
   mkdir -p "$d"
@@ -34,10 +41,20 @@ run_one() { # run_one NAME MODEL.pt
   xbench-peer "$model" "$d/ours.pt" --peer-of-ours --threads "$THREADS" --runs "$RUNS" \
     --json "$d/table.json"
   results+=("$d/table.json")
+  # In Python, four contenders (the ONNX file beside the model, when it exported).
+  local shape onnx=()
+  shape=$("$PY" -c 'import json, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+n = next(n for n in z.namelist() if n.endswith("extra/xalloc/example_inputs.json"))
+print("x".join(map(str, json.loads(z.read(n))["inputs"][0]["shape"])))' "$model")
+  [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
+  "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" --shape "$shape" \
+    --rounds "$RUNS" --threads "$THREADS" --json "$d/python.json"
+  python_results+=("$d/python.json")
 }
 for b in $BATCHES; do
   # shellcheck disable=SC2086
-  for path in $("$PY" "$HERE/torchvision_models.py" "$OUT/models" "$b" $MODELS); do
+  for path in $("$PY" "$HERE/torchvision_models.py" --onnx "$OUT/models" "$b" $MODELS); do
     name=$(basename "$path" .pt)
     echo "== $name"
     run_one "$name" "$path"
@@ -72,4 +89,38 @@ for r in rows:
 gm = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in g.items() if v}
 print(f"{'geometric mean':<28} {'':>11} {gm['peer']:>6.2f}x {gm['ours']:>6.2f}x {gm['ours+peer']:>8.2f}x "
       f"{gm['ours/peer']:>8.2f}x {gm['best/peer']:>8.2f}x")
+PY
+
+# The table in Python: four contenders, p50 and p90, errors, geometric means over the rows that
+# have each one.
+"$PY" - "${python_results[@]}" <<'PY'
+import json, math, sys
+rows = [json.load(open(p)) for p in sys.argv[1:]]
+names = ["original", "peer", "onnxruntime", "ours"]
+print()
+print("in Python (torch.jit.load / xalloc.load, glibc malloc), p50 ms (p90) and error per contender")
+print(f"{'model':<24}" + "".join(f"{n:>24}" for n in names) + f"{'ours/ORT':>10}")
+g = {n: [] for n in names}
+ours_ort = []
+for r in rows:
+    c = {x["name"]: x for x in r["contenders"]}
+    cells = []
+    for n in names:
+        x = c.get(n)
+        if not x:
+            cells.append(f"{'-':>24}")
+            continue
+        g[n].append(x["vs_original"])
+        mark = " WRONG" if x["wrong"] else ""
+        cells.append(f"{x['median_ms']:>8.2f} ({x['p90_ms']:.2f}) {x['max_error']:.0e}{mark}".rjust(24))
+    ratio = ""
+    if "onnxruntime" in c:
+        q = c["onnxruntime"]["median_ms"] / c["ours"]["median_ms"]
+        ours_ort.append(q)
+        ratio = f"{q:.2f}x"
+    name = r["model"].split("/")[-1].removesuffix(".pt")
+    print(f"{name:<24}" + "".join(cells) + f"{ratio:>10}")
+gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+print(f"{'geomean vs original':<24}" + "".join(f"{gm(g[n]):>23.2f}x" for n in names) +
+      (f"{gm(ours_ort):>9.2f}x" if ours_ort else ""))
 PY

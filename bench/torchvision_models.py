@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Script public models from Debian's python3-torchvision for the peer table (`make bench-peer`).
 
-Usage: /usr/bin/python3 bench/torchvision_models.py OUT_DIR BATCH [NAME ...]
+Usage: /usr/bin/python3 bench/torchvision_models.py [--onnx] OUT_DIR BATCH [NAME ...]
 
 Each model is scripted in eval mode with random weights (seed 0; nothing is downloaded) and saved
-as OUT_DIR/<name>-b<BATCH>.pt with its example inputs, as the samples store theirs.
+as OUT_DIR/<name>-b<BATCH>.pt with its example inputs, as the samples store theirs. With --onnx,
+the same model (the same weights) is also exported with torch.onnx.export (opset 13) to
+OUT_DIR/<name>-b<BATCH>.onnx, for ONNX Runtime; a model that does not export is said on stderr
+and has no .onnx.
 """
 import json
 import os
@@ -29,11 +32,14 @@ MODELS = {
 
 
 def main() -> int:
-    if len(sys.argv) < 3:
+    argv = sys.argv[1:]
+    onnx = "--onnx" in argv
+    argv = [a for a in argv if a != "--onnx"]
+    if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    out_dir, batch = sys.argv[1], int(sys.argv[2])
-    names = sys.argv[3:] or sorted(MODELS)
+    out_dir, batch = argv[0], int(argv[1])
+    names = argv[2:] or sorted(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         print(f"torchvision_models.py: error: unknown model {unknown[0]!r} "
@@ -50,6 +56,15 @@ def main() -> int:
         torch.jit.save(scripted, tmp,
                        _extra_files={"xalloc/example_inputs.json": json.dumps(spec, sort_keys=True)})
         os.replace(tmp, path)
+        if onnx:
+            onnx_path = os.path.join(out_dir, f"{name}-b{batch}.onnx")
+            try:
+                torch.onnx.export(model, torch.randn([batch] + MODELS[name]), onnx_path + ".tmp",
+                                  opset_version=13, input_names=["x"], output_names=["y"])
+                os.replace(onnx_path + ".tmp", onnx_path)
+            except Exception as e:  # the exporter's own failure: this model has no ONNX peer
+                print(f"torchvision_models.py: {name}: no ONNX export: "
+                      f"{str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         print(path)
     return 0
 
