@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
       break;
     }
   CLI::App app{"xrewrite: write a schedule back into a TorchScript model (conversions inserted "
-               "or removed, verified bit-identical), or into C++ sources with Clang (--cpp: a "
+               "or removed, regions laid out; outputs verified within the tolerance, bit for bit "
+               "with --exact), or into C++ sources with Clang (--cpp: a "
                "unified diff, --in-place, --check, --export-fixes).",
                "xrewrite"};
   app.add_option("model", o.model, "TorchScript model to rewrite");

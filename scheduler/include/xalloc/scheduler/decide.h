@@ -1,8 +1,10 @@
-// xsched's decision procedure for the walking skeleton: per site, `sync` when the measured
-// saving of the consumers beats the predicted conversion cost by more than the measurement noise,
-// `remove` when an existing conversion costs more than it saves, else `none`. Sites are
-// independent without idle windows, so this per-site choice is optimal; a memory budget couples
-// them and is then met greedily (the summary reports the gap).
+// xsched's decisions: the per-site rules (scheduler/src/rules/, listed in rules.def) give each
+// value a verdict (`sync` when the measured saving of its consumers beats the conversion's cost
+// by more than the measurement noise, `remove` when an existing conversion costs more than it
+// saves, `none` otherwise, vetoes such as a write or the tolerance); layout regions are chosen
+// from their timed candidates; then the solver weighs the sites together under idle-window
+// capacity and the memory budget, exactly for small instances (branch and bound, solver.cpp)
+// and within a reported gap for large ones.
 #pragma once
 
 #include <optional>
