@@ -42,13 +42,9 @@ run_one() { # run_one NAME MODEL.pt
     --json "$d/table.json"
   results+=("$d/table.json")
   # In Python, four contenders (the ONNX file beside the model, when it exported).
-  local shape onnx=()
-  shape=$("$PY" -c 'import json, sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-n = next(n for n in z.namelist() if n.endswith("extra/xalloc/example_inputs.json"))
-print("x".join(map(str, json.loads(z.read(n))["inputs"][0]["shape"])))' "$model")
+  local onnx=()
   [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
-  "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" --shape "$shape" \
+  "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" \
     --rounds "$RUNS" --threads "$THREADS" --json "$d/python.json"
   python_results+=("$d/python.json")
 }

@@ -3,7 +3,10 @@
 in a Python process that loaded them as users do (torch.jit.load, glibc's malloc), one thread.
 
 Usage: /usr/bin/python3 bench/python_peers.py --original M.pt --ours M.opt.pt [--onnx M.onnx]
-           --shape 1x3x224x224 [--rounds 30] [--threads 1] [--json OUT.json]
+           [--shape 1x3x224x224] [--rounds 30] [--threads 1] [--json OUT.json]
+
+The input is the example input the model stores (xalloc/example_inputs.json: shape, dtype and
+range), or a float32 tensor of --shape; one input (ONNX Runtime is given float32 only).
 
 The peer is torch.jit.optimize_for_inference(torch.jit.freeze(original)); ONNX Runtime (npm's
 onnxruntime-node, CPU provider, all graph optimizations, one intra-op thread) runs in a Node.js
@@ -29,16 +32,17 @@ def parse():
     p.add_argument("--original", required=True)
     p.add_argument("--ours", required=True)
     p.add_argument("--onnx")
-    p.add_argument("--shape", required=True, help="the input's shape, e.g. 1x3x224x224")
+    p.add_argument("--shape", help="the input's shape, e.g. 1x3x224x224 (default: the model's)")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json")
     a = p.parse_args()
-    try:
-        a.shape = [int(d) for d in a.shape.split("x")]
-    except ValueError:
-        p.error(f"--shape {a.shape!r}: expected sizes such as 1x3x224x224")
+    if a.shape:
+        try:
+            a.shape = [int(d) for d in a.shape.split("x")]
+        except ValueError:
+            p.error(f"--shape {a.shape!r}: expected sizes such as 1x3x224x224")
     if a.rounds < 10:
         p.error("--rounds must be at least 10")
     return a
@@ -54,8 +58,32 @@ sys.path.insert(0, os.path.join(HERE, "..", "build", "python"))
 import xalloc  # noqa: E402
 
 
+def leaves(v):
+    """The tensors of an output, in order (tuples, lists and dicts of them too)."""
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (tuple, list)):
+        return [t for e in v for t in leaves(e)]
+    if isinstance(v, dict):
+        return [t for e in v.values() for t in leaves(e)]
+    return []
+
+
+def output_error(ref, y):
+    """The largest element_error over an output's tensors (ONNX Runtime's one output against
+    the original's first)."""
+    a, b = leaves(ref), leaves(y)
+    if len(b) == 1 and len(a) > 1:
+        a = a[:1]
+    if len(a) != len(b) or not a:
+        return float("inf")
+    return max(element_error(p, q) for p, q in zip(a, b))
+
+
 def element_error(ref, y):
     """xrewrite's measure (tspass::maxRelativeError) for one tensor."""
+    if not ref.is_floating_point():
+        return 0.0 if torch.equal(ref, y) else float("inf")
     ref, y = ref.double().flatten(), y.double().flatten()
     if ref.shape != y.shape:
         return float("inf")
@@ -109,10 +137,28 @@ class OrtPeer:
         self.proc.wait()
 
 
+def example_input():
+    """The model's stored example input (as xprof makes it), or float32 noise of --shape."""
+    torch.manual_seed(0)
+    if args.shape:
+        return torch.randn(args.shape)
+    import zipfile
+    with zipfile.ZipFile(args.original) as z:
+        names = [n for n in z.namelist() if n.endswith("extra/xalloc/example_inputs.json")]
+        if not names:
+            raise SystemExit(f"python_peers.py: error: {args.original} stores no example inputs; "
+                             "give --shape")
+        spec = json.loads(z.read(names[0]))["inputs"][0]
+    dtype = getattr(torch, {"float32": "float32", "int64": "int64"}.get(spec.get("dtype", "float32"),
+                                                                        "float32"))
+    if dtype == torch.int64:
+        return torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), spec["shape"])
+    return torch.randn(spec["shape"])
+
+
 def main():
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    x = torch.randn(args.shape)
+    x = example_input()
     original = torch.jit.load(args.original).eval()
     peer = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.load(args.original).eval()))
     ours = xalloc.load(args.ours)
@@ -150,7 +196,7 @@ def main():
     for name, _ in contenders:
         ts = sorted(times[name])
         ratios = sorted(o / t for o, t in zip(times["original"], times[name]))
-        err = element_error(ref, outputs[name])
+        err = output_error(ref, outputs[name])
         rows.append({"name": name, "median_ms": ts[len(ts) // 2],
                      "p90_ms": ts[min(len(ts) - 1, (9 * len(ts)) // 10)],
                      "vs_original": ratios[len(ratios) // 2], "max_error": err,
