@@ -21,6 +21,7 @@
 #include "xalloc/profiler/measure.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/model_warnings.h"
 #include "xalloc/tspass/threads.h"
@@ -38,6 +39,7 @@ struct Args {
   int warmup = 5;
   int threads = 0;
   std::string input_file; // torch.save of a tensor, tuple or list; else the model's example inputs
+  std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   std::vector<std::string> op_libraries; // --load-library
 };
 
@@ -49,7 +51,9 @@ int run(const Args& args) {
   if (args.threads > 0)
     tspass::setMathThreads(args.threads);
   std::vector<c10::IValue> inputs =
-      bench::benchInputs(ma.module, ma.extra_files, ma.path, args.input_file);
+      bench::benchInputs(ma.module, ma.extra_files, ma.path, args.input_file,
+                         tspass::specsFromFlags(args.input_shapes, args.input_dtypes,
+                                                args.input_ranges, "xbench-latency"));
   // Same results first: a faster model that computes something else is not faster.
   if (!xalloc::tspass::bitwiseEqual(ma.module.forward(inputs), mb.module.forward(inputs)))
     throw InputError(args.b, "outputs differ from " + args.a);
@@ -77,8 +81,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", args.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", args.threads, "libtorch and BLAS threads, set together")
       ->check(CLI::PositiveNumber);
-  app.add_option("--input-file", args.input_file, "inputs saved with torch.save");
-  app.add_option("--load-library", args.op_libraries, "a library of custom ops");
+  addModelInputFlags(app, {args.input_shapes, args.input_dtypes, args.input_ranges, args.input_file,
+                           args.op_libraries});
   if (auto code = parseCommandLine(app, argc, argv))
     return *code;
   return runGuarded("xbench-latency", [&] {

@@ -157,14 +157,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--peer-of-ours", args.peer_of_ours,
                "also time optimize_for_inference(freeze(ours)) for each rewrite");
-  app.add_option("--input-file", args.input_file, "inputs saved with torch.save");
-  app.add_option("--input-shape", args.input_shapes,
-                 "shape of an input, e.g. 1x3x224x224 (repeat per input; default: the model's "
-                 "xalloc/example_inputs.json)");
-  app.add_option("--input-dtype", args.input_dtypes, "dtype of an input (float32, int64, ...)");
-  app.add_option("--input-range", args.input_ranges, "LOW:HIGH for an input");
+  addModelInputFlags(app, {args.input_shapes, args.input_dtypes, args.input_ranges, args.input_file,
+                           args.op_libraries});
   app.add_option("--json", args.json_out, "also write the table as JSON");
-  app.add_option("--load-library", args.op_libraries, "a library of custom ops");
   if (auto code = parseCommandLine(app, argc, argv))
     return *code;
   return runGuarded("xbench-peer", [&] {

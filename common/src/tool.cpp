@@ -85,6 +85,23 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+void addModelInputFlags(CLI::App& app, const ModelInputFlags& f) {
+  app.add_option("--input-shape", f.shapes,
+                 "shape of an input, e.g. 1x3x224x224 (repeat per input; default: the model's "
+                 "xalloc/example_inputs.json)");
+  app.add_option("--input-dtype", f.dtypes,
+                 "dtype of an input (float32, int64, ...; by position, the last one repeats)");
+  app.add_option("--input-range", f.ranges,
+                 "LOW:HIGH for an input (integers: uniform in [LOW, HIGH); by position, the last "
+                 "one repeats)");
+  app.add_option("--input-file", f.file,
+                 "inputs saved with torch.save (a tensor, or a tuple or list of tensors, ints, "
+                 "floats, bools) instead of made ones");
+  app.add_option("--load-library", f.op_libraries,
+                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
+                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
+}
+
 bool inputIsStdin(const std::string& tool, const std::string& input, const char* what) {
   if (!input.empty() && input != "-")
     return false;

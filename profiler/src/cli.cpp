@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "xalloc/error.h"
+#include "xalloc/tool.h"
 
 namespace xalloc::profiler {
 
@@ -14,17 +15,8 @@ void defineXprofOptions(CLI::App& app, XprofOptions& o) {
   app.add_option("model", p.model, "TorchScript model file (torch.jit.save)")->required();
   app.add_option("-o,--output", o.output, "write profile.json here (default: stdout)");
   app.add_option("--method", p.method, "method to profile")->capture_default_str();
-  app.add_option("--load-library", o.op_libraries,
-                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
-                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
-  app.add_option("--input-shape", o.input_shapes,
-                 "shape of an input, e.g. 4x64 (repeat per input; default: the model's "
-                 "xalloc/example_inputs.json)");
-  app.add_option("--input-dtype", o.input_dtypes, "dtype of an input (float32, int64, ...)");
-  app.add_option("--input-range", o.input_ranges,
-                 "LOW:HIGH for an input (integers: uniform in [LOW, HIGH))");
-  app.add_option("--input-file", p.input_file,
-                 "inputs saved with torch.save (a tensor, or a tuple or list of them)");
+  addModelInputFlags(
+      app, {o.input_shapes, o.input_dtypes, o.input_ranges, p.input_file, o.op_libraries});
   app.add_option("--iterations", p.iterations, "timed runs of the whole model")
       ->capture_default_str();
   app.add_option("--warmup", p.warmup, "untimed runs before measuring")->capture_default_str();

@@ -29,9 +29,6 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "write the rewritten model here");
   app.add_option("--method", o.method,
                  "method to rewrite (default: the one the schedule was made for)");
-  app.add_option("--load-library", o.op_libraries,
-                 "a library of custom ops the model calls (torchvision's _C*.so, your own "
-                 "TORCH_LIBRARY ops), loaded before the model; repeatable");
   app.add_flag("--diff", o.diff, "print the graph before/after as a unified diff");
   app.add_flag("--check", o.check, "write nothing; exit 1 when the model needs changes, 0 if not");
   bool no_verify = false;
@@ -47,13 +44,8 @@ int main(int argc, char** argv) {
                "norms fold into convolutions; outputs checked within the tolerance)");
   app.add_option("--verify-runs", o.verify_runs, "example inputs to verify on")
       ->capture_default_str();
-  app.add_option("--input-shape", o.input_shapes,
-                 "example input shape for verification, e.g. 4x64");
-  app.add_option("--input-dtype", o.input_dtypes, "example input dtype");
-  app.add_option("--input-range", o.input_ranges, "example input LOW:HIGH");
-  app.add_option("--input-file", o.input_file,
-                 "verify on these inputs, saved with torch.save (a tensor, or a tuple or list of "
-                 "values: tensors, ints, floats, bools), as xprof --input-file takes them");
+  xalloc::addModelInputFlags(
+      app, {o.input_shapes, o.input_dtypes, o.input_ranges, o.input_file, o.op_libraries});
   std::string form;
   app.add_option("--form", form,
                  "portable: only aten:: ops, async decisions run as sync; fast: async decisions "

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -29,6 +30,17 @@ int runGuarded(const std::string& tool, const std::function<int()>& body);
 /// Adds --version to `app` and parses argv. Returns nullopt to go on, or the exit code to return
 /// now: 0 after --help/--version, 2 after a usage error (CLI11's message is printed).
 std::optional<int> parseCommandLine(CLI::App& app, int argc, char** argv);
+
+/// Where the flags that say how to run a model go (xprof, xrewrite, the benchmarks).
+struct ModelInputFlags {
+  std::vector<std::string>& shapes; // --input-shape "4x64", one per input
+  std::vector<std::string>& dtypes; // --input-dtype, matched by position; the last one repeats
+  std::vector<std::string>& ranges; // --input-range "LOW:HIGH", likewise
+  std::string& file;                // --input-file: inputs saved with torch.save
+  std::vector<std::string>& op_libraries; // --load-library, loaded before the model
+};
+/// Adds those flags to `app`, with one help text for every tool.
+void addModelInputFlags(CLI::App& app, const ModelInputFlags& f);
 
 /// True when the input should be read from stdin: "" or "-". When it is "" and stdin is a
 /// terminal, throws InputError: the user forgot the input.
