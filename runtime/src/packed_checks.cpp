@@ -39,26 +39,63 @@ void checkInput(const at::Tensor& x, const char* op) {
               x.scalar_type(), " (the packed weight is float32)");
 }
 
-double rowSumBound(const at::Tensor& w) {
-  if (w.numel() == 0)
-    return 0;
-  const at::Tensor a = w.reshape({w.size(0), -1}).abs().to(at::kDouble).sum(1);
-  const double m = a.max().item<double>();
-  return std::isfinite(m) ? m : std::numeric_limits<double>::infinity();
+void checkConvParams(const char* who, at::IntArrayRef stride, at::IntArrayRef padding,
+                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs) {
+  TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, who,
+              ": stride, padding and dilation take two numbers each, got ", stride.size(), ", ",
+              padding.size(), " and ", dilation.size());
+  constexpr std::int64_t kMaxParam = std::int64_t{1} << 31;
+  for (int d = 0; d < 2; ++d) {
+    TORCH_CHECK(stride[d] >= 1 && stride[d] < kMaxParam, who,
+                ": non-positive stride is not supported (stride ", stride, ")");
+    TORCH_CHECK(padding[d] >= 0 && padding[d] < kMaxParam, who,
+                ": negative padding is not supported (padding ", padding, ")");
+    TORCH_CHECK(dilation[d] >= 1 && dilation[d] < kMaxParam, who,
+                ": dilation should be greater than zero (dilation ", dilation, ")");
+  }
+  TORCH_CHECK(groups >= 1, who, ": non-positive groups is not supported (groups ", groups, ")");
+  TORCH_CHECK(outputs % groups == 0, who, ": groups=", groups, " must divide the weight's ",
+              outputs, " outputs");
 }
 
-double maxAbs(const at::Tensor& b) {
-  if (!b.defined() || b.numel() == 0)
-    return 0;
-  const double m = b.abs().max().item<double>();
+PostOp checkBiasAndPostOp(const char* who, at::Tensor& weight, c10::optional<at::Tensor>& bias,
+                          const std::string& post_op) {
+  if (bias) {
+    checkStoredTensor(*bias, who, "bias");
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), who,
+                ": the bias needs one value per output (", weight.size(0), "), got sizes ",
+                bias->sizes());
+    *bias = bias->contiguous();
+  }
+  const auto p = parsePostOp(post_op);
+  TORCH_CHECK(p, who, ": unknown post-op '", post_op, "'");
+  weight = weight.contiguous();
+  return *p;
+}
+
+namespace {
+double finiteOrInf(double m) {
   return std::isfinite(m) ? m : std::numeric_limits<double>::infinity();
+}
+} // namespace
+
+SumBounds sumBounds(const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
+  SumBounds b;
+  if (!weight.device().is_cpu())
+    return b;
+  if (weight.numel() > 0)
+    b.weights = finiteOrInf(
+        weight.reshape({weight.size(0), -1}).abs().to(at::kDouble).sum(1).max().item<double>());
+  if (bias && bias->numel() > 0)
+    b.bias = finiteOrInf(bias->abs().max().item<double>());
+  return b;
 }
 
 bool wantsGradient(const at::Tensor& x) {
   return (at::GradMode::is_enabled() && x.requires_grad()) || x._fw_grad(0).defined();
 }
 
-bool needsReference(const at::Tensor& x, bool eats_nan, double sum_bound, double bias_bound) {
+bool needsReference(const at::Tensor& x, bool eats_nan, const SumBounds& bounds) {
   if (wantsGradient(x))
     return true;
   // Other activations keep NaN and infinity through oneDNN's kernels as through ATen's (a NaN
@@ -67,10 +104,10 @@ bool needsReference(const at::Tensor& x, bool eats_nan, double sum_bound, double
     return false;
   // Float's largest is 3.4e38: below 1e38 no partial sum overflows, whatever its order.
   constexpr double kSafe = 1e38;
-  if (!(sum_bound < kSafe && bias_bound < kSafe))
+  if (!(bounds.weights < kSafe && bounds.bias < kSafe))
     return true;
   const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());
-  return !s.finite || !(static_cast<double>(s.max_abs) * sum_bound + bias_bound < kSafe);
+  return !s.finite || !(static_cast<double>(s.max_abs) * bounds.weights + bounds.bias < kSafe);
 }
 
 void* threadScratch(std::size_t bytes) {

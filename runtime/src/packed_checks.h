@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "xalloc/runtime/packed.h"
+
 namespace xalloc::runtime::detail {
 
 /// A tensor argument of a packed class: defined, strided, float32 unless `any_dtype`, and a
@@ -22,18 +24,25 @@ void checkOnCpu(const at::Tensor& t, const char* who, const char* what);
 /// An op input: defined, a strided CPU tensor of float32 (ATen's kind of message otherwise).
 void checkInput(const at::Tensor& x, const char* op);
 
-/// The largest sum of |w| over one output's weights (rows of `w` viewed as [outputs, -1]), +inf
-/// when a weight is not finite: with every |x| <= m, no partial sum of an output exceeds m times
-/// this (plus |bias|), in any order of summation.
-double rowSumBound(const at::Tensor& w);
-/// max |b|, +inf when a value is not finite (0 for an undefined b).
-double maxAbs(const at::Tensor& b);
+/// A conv's stride, padding and dilation (two numbers each: >= 1, >= 0, >= 1, below 2^31) and
+/// groups (>= 1, dividing `outputs`), in ATen's words.
+void checkConvParams(const char* who, at::IntArrayRef stride, at::IntArrayRef padding,
+                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs);
+
+/// The bias of a packed op checked (a stored float32 tensor, one value per output) and the
+/// post-op parsed; the weight and the bias made contiguous. Returns the post-op.
+PostOp checkBiasAndPostOp(const char* who, at::Tensor& weight, c10::optional<at::Tensor>& bias,
+                          const std::string& post_op);
+
+/// The weight's and bias's SumBounds (with every |x| <= m, no partial sum of an output exceeds
+/// m * weights + bias, in any order of summation); zero when the weight is not on the CPU.
+SumBounds sumBounds(const at::Tensor& weight, const c10::optional<at::Tensor>& bias);
 
 /// True when the input must take ATen's path: gradients wanted (grad mode on and x requiring
 /// grad, or a forward-mode tangent); and, when the fused activation turns NaN into a number
 /// (`eats_nan`: oneDNN's relu, clip and hard sigmoid), an input that is not finite, or so large
 /// that a sum in another order could overflow (then become NaN, then 0). x must be dense.
-bool needsReference(const at::Tensor& x, bool eats_nan, double sum_bound, double bias_bound);
+bool needsReference(const at::Tensor& x, bool eats_nan, const SumBounds& bounds);
 /// The gradient part of needsReference alone.
 bool wantsGradient(const at::Tensor& x);
 

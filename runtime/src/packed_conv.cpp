@@ -261,6 +261,19 @@ std::shared_ptr<W> sharedWeights(std::mutex& m, std::vector<std::weak_ptr<W>>& l
   return s;
 }
 
+// The prepared primitive of a conv or linear on x, into out (its bias, if any, as it is stored).
+template <class Prepared>
+void runPrepared(const Prepared& p, const at::Tensor& x, const at::Tensor& out,
+                 const c10::optional<at::Tensor>& bias) {
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(p.src, engine(), x.data_ptr())},
+      {DNNL_ARG_WEIGHTS, p.weights->mem},
+      {DNNL_ARG_DST, dnnl::memory(p.dst, engine(), out.data_ptr())}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), bias->data_ptr()));
+  execute(p.primitive, p.scratch, std::move(args));
+}
+
 template <class W> std::size_t liveCount(std::mutex& m, const std::vector<std::weak_ptr<W>>& l) {
   std::lock_guard<std::mutex> lock(m);
   return static_cast<std::size_t>(
@@ -269,7 +282,7 @@ template <class W> std::size_t liveCount(std::mutex& m, const std::vector<std::w
 
 } // namespace
 
-struct PackedConv::Weights {
+struct PackedWeights {
   dnnl::memory mem; // packed, owned by oneDNN
 };
 
@@ -277,7 +290,7 @@ struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
   dnnl::convolution_forward primitive;
   dnnl::memory::desc src, dst, bias, scratch;
-  std::shared_ptr<Weights> weights;
+  std::shared_ptr<PackedWeights> weights;
 };
 
 std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
@@ -325,18 +338,12 @@ at::Tensor PackedConv::run(const at::Tensor& x_in) {
   if (x.size(0) == 0)
     return at::empty(convOutputSizes(x, *this),
                      x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  if (detail::needsReference(x, eatsNaN(post), sum_bound_, bias_bound_))
+  if (detail::needsReference(x, eatsNaN(post), bounds_))
     return reference(x_in);
   const auto p = prepare(x);
   at::Tensor out =
       at::empty(p->output_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(p->src, engine(), x.data_ptr())},
-      {DNNL_ARG_WEIGHTS, p->weights->mem},
-      {DNNL_ARG_DST, dnnl::memory(p->dst, engine(), out.data_ptr())}};
-  if (bias)
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), bias->data_ptr()));
-  execute(p->primitive, p->scratch, std::move(args));
+  runPrepared(*p, x, out, bias);
   return out;
 }
 
@@ -344,14 +351,10 @@ std::size_t PackedConv::packedWeights() const {
   return liveCount(weights_mutex_, weights_);
 }
 
-struct PackedLinear::Weights {
-  dnnl::memory mem;
-};
-
 struct PackedLinear::Prepared {
   dnnl::inner_product_forward primitive;
   dnnl::memory::desc src, dst, bias, scratch;
-  std::shared_ptr<Weights> weights;
+  std::shared_ptr<PackedWeights> weights;
 };
 
 std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
@@ -392,20 +395,13 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   const at::Tensor x = x_in.contiguous();
   const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
   // No features: ATen's result is the bias (then the activation); no rows: an empty result.
-  if (in == 0 || rows == 0 || outs == 0 ||
-      detail::needsReference(x, eatsNaN(post), sum_bound_, bias_bound_))
+  if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, eatsNaN(post), bounds_))
     return reference(x_in);
   const auto p = prepare(rows);
   std::vector<std::int64_t> sizes = x.sizes().vec();
   sizes.back() = outs;
   at::Tensor out = at::empty(sizes, x.options());
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(p->src, engine(), x.data_ptr())},
-      {DNNL_ARG_WEIGHTS, p->weights->mem},
-      {DNNL_ARG_DST, dnnl::memory(p->dst, engine(), out.data_ptr())}};
-  if (bias)
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, engine(), bias->data_ptr()));
-  execute(p->primitive, p->scratch, std::move(args));
+  runPrepared(*p, x, out, bias);
   return out;
 }
 
@@ -418,10 +414,9 @@ std::size_t PackedLinear::packedWeights() const {
 bool hasPackedConv() {
   return false;
 }
+struct PackedWeights {};
 struct PackedConv::Prepared {};
-struct PackedConv::Weights {};
 struct PackedLinear::Prepared {};
-struct PackedLinear::Weights {};
 at::Tensor PackedConv::run(const at::Tensor&) {
   TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
 }
@@ -457,40 +452,9 @@ PackedConv::PackedConv(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
               weight.sizes());
   for (std::int64_t d = 0; d < 4; ++d)
     TORCH_CHECK(weight.size(d) >= 1, who, ": the weight has an empty dimension: ", weight.sizes());
-  TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, who,
-              ": stride, padding and dilation take two numbers each, got ", stride.size(), ", ",
-              padding.size(), " and ", dilation.size());
-  constexpr std::int64_t kMaxParam = std::int64_t{1} << 31;
-  for (int d = 0; d < 2; ++d) {
-    TORCH_CHECK(stride[d] >= 1 && stride[d] < kMaxParam, who,
-                ": non-positive stride is not "
-                "supported (stride ",
-                c10::IntArrayRef(stride), ")");
-    TORCH_CHECK(padding[d] >= 0 && padding[d] < kMaxParam, who,
-                ": negative padding is not supported (padding ", c10::IntArrayRef(padding), ")");
-    TORCH_CHECK(dilation[d] >= 1 && dilation[d] < kMaxParam, who,
-                ": dilation should be greater than zero (dilation ", c10::IntArrayRef(dilation),
-                ")");
-  }
-  TORCH_CHECK(groups >= 1, who, ": non-positive groups is not supported (groups ", groups, ")");
-  TORCH_CHECK(weight.size(0) % groups == 0, who, ": groups=", groups, " must divide the weight's ",
-              weight.size(0), " outputs");
-  if (bias) {
-    detail::checkStoredTensor(*bias, who, "bias");
-    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), who,
-                ": the bias needs one value per output (", weight.size(0), "), got sizes ",
-                bias->sizes());
-  }
-  const auto p = parsePostOp(post_op);
-  TORCH_CHECK(p, who, ": unknown post-op '", post_op, "'");
-  post = *p;
-  weight = weight.contiguous();
-  if (bias)
-    *bias = bias->contiguous();
-  if (weight.device().is_cpu()) {
-    sum_bound_ = detail::rowSumBound(weight);
-    bias_bound_ = bias ? detail::maxAbs(*bias) : 0.0;
-  }
+  detail::checkConvParams(who, stride, padding, dilation, groups, weight.size(0));
+  post = detail::checkBiasAndPostOp(who, weight, bias, post_op);
+  bounds_ = detail::sumBounds(weight, bias);
 }
 
 PackedConv::~PackedConv() = default;
@@ -505,22 +469,8 @@ PackedLinear::PackedLinear(at::Tensor weight_in, c10::optional<at::Tensor> bias_
   constexpr const char* who = "xalloc.PackedLinear";
   detail::checkStoredTensor(weight, who, "weight");
   TORCH_CHECK(weight.dim() == 2, who, ": needs a 2-D weight (out, in), got ", weight.sizes());
-  if (bias) {
-    detail::checkStoredTensor(*bias, who, "bias");
-    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), who,
-                ": the bias needs one value per output (", weight.size(0), "), got sizes ",
-                bias->sizes());
-  }
-  const auto p = parsePostOp(post_op);
-  TORCH_CHECK(p, who, ": unknown post-op '", post_op, "'");
-  post = *p;
-  weight = weight.contiguous();
-  if (bias)
-    *bias = bias->contiguous();
-  if (weight.device().is_cpu()) {
-    sum_bound_ = detail::rowSumBound(weight);
-    bias_bound_ = bias ? detail::maxAbs(*bias) : 0.0;
-  }
+  post = detail::checkBiasAndPostOp(who, weight, bias, post_op);
+  bounds_ = detail::sumBounds(weight, bias);
 }
 
 PackedLinear::~PackedLinear() = default;

@@ -23,17 +23,9 @@ MkldnnConstant::MkldnnConstant(at::Tensor dense_in, std::vector<std::int64_t> co
                 ": a 2-D convolution's weight takes [padding, stride, dilation, groups] (7 "
                 "numbers) and 4 dimensions, got ",
                 conv.size(), " numbers and sizes ", dense.sizes());
-    constexpr std::int64_t kMaxParam = std::int64_t{1} << 31;
-    for (int d = 0; d < 2; ++d) {
-      TORCH_CHECK(conv[d] >= 0 && conv[d] < kMaxParam, who, ": negative padding is not supported (",
-                  conv[d], ")");
-      TORCH_CHECK(conv[2 + d] >= 1 && conv[2 + d] < kMaxParam, who,
-                  ": non-positive stride is not supported (", conv[2 + d], ")");
-      TORCH_CHECK(conv[4 + d] >= 1 && conv[4 + d] < kMaxParam, who,
-                  ": dilation should be greater than zero (", conv[4 + d], ")");
-    }
-    TORCH_CHECK(conv[6] >= 1 && dense.size(0) % conv[6] == 0, who, ": groups=", conv[6],
-                " must be positive and divide the weight's ", dense.size(0), " outputs");
+    const at::IntArrayRef spec(conv);
+    detail::checkConvParams(who, spec.slice(2, 2), spec.slice(0, 2), spec.slice(4, 2), conv[6],
+                            dense.size(0));
   }
   dense = dense.contiguous();
   if (!dense.device().is_cpu())

@@ -69,6 +69,17 @@ at::Tensor applyPostOp(const at::Tensor& y, PostOp p);
 ///   sizes reach; a weight not on the CPU (a model loaded with map_location="meta") is refused
 ///   when the op is called.
 
+/// A weight packed into a layout one of oneDNN's kernels reads (packed_conv.cpp); shapes whose
+/// kernels read the same layout share one.
+struct PackedWeights;
+
+/// What bounds a packed op's sums: the largest sum of |w| over one output's weights, and the
+/// largest |b| (+inf when one is not finite; 0 for a weight not on the CPU, never run).
+struct SumBounds {
+  double weights = 0;
+  double bias = 0;
+};
+
 /// A 2-D convolution (any groups, stride, padding, dilation) with its weight packed for oneDNN.
 struct PackedConv : torch::CustomClassHolder {
   PackedConv(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<std::int64_t> stride,
@@ -97,16 +108,13 @@ struct PackedConv : torch::CustomClassHolder {
   PostOp post = PostOp::None;
 
   struct Prepared;
-  struct Weights;
 
 private:
   std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
-  std::shared_ptr<Weights> packWeights(const void* pd);
   LruCache<std::vector<std::int64_t>, Prepared> cache_;
   mutable std::mutex weights_mutex_;
-  std::vector<std::weak_ptr<Weights>> weights_; // packed layouts in use by cached shapes
-  double sum_bound_ = 0;                        // max over outputs of sum |w| (+inf: not finite)
-  double bias_bound_ = 0;                       // max |b|
+  std::vector<std::weak_ptr<PackedWeights>> weights_; // packed layouts in use by cached shapes
+  SumBounds bounds_;
 };
 
 /// A linear (x W^T + b) with its weight packed for oneDNN's inner product, the activation after
@@ -128,15 +136,13 @@ struct PackedLinear : torch::CustomClassHolder {
   PostOp post = PostOp::None;
 
   struct Prepared;
-  struct Weights;
 
 private:
   std::shared_ptr<const Prepared> prepare(std::int64_t rows);
-  std::shared_ptr<Weights> packWeights(const void* pd);
   LruCache<std::int64_t, Prepared> cache_;
   mutable std::mutex weights_mutex_;
-  std::vector<std::weak_ptr<Weights>> weights_;
-  double sum_bound_ = 0, bias_bound_ = 0;
+  std::vector<std::weak_ptr<PackedWeights>> weights_;
+  SumBounds bounds_;
 };
 
 /// A constant of a blocked (oneDNN) region: the dense tensor as saved, and the MKLDNN tensor
