@@ -1,7 +1,7 @@
-// The blocked regions' activations and pooling that keep NaN: relu in place over the raw
-// buffer with ATen's kernel (relu(0) = 0 keeps the padded lanes zero, as libtorch's own MKLDNN
-// unary ops rely on), and out-of-place relu and max pooling through libtorch's MKLDNN ops with a
-// NaN scan of the input (then ATen's result, densely: NaN is rare, correctness is not).
+// The blocked regions' entry, and their activations and pooling: relu, hard swish, hard sigmoid
+// and relu6 in place over the raw buffer with ATen's kernels (NaN kept as ATen keeps it; a copy
+// first when out of place), out-of-place relu and max pooling through libtorch's MKLDNN ops with
+// a NaN scan of the input (then ATen's result, densely: NaN is rare, correctness is not).
 #include "blocked_ops.h"
 
 #include <cstring>
@@ -128,8 +128,9 @@ at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero)
   at::Tensor raw = rawView(b);
   f(raw);
   if (!zero_at_zero && b.pad_lanes > 0) {
-    TORCH_CHECK(b.pad_offset >= 0, op,
-                ": a blocked layout whose padding the runtime cannot find; computed densely");
+    TORCH_CHECK(
+        b.pad_offset >= 0, op,
+        ": a blocked layout whose padded lanes the runtime cannot find, to zero them again");
     raw.as_strided({b.pad_sizes[0], b.pad_sizes[1], b.pad_sizes[2], b.pad_lanes},
                    {b.pad_strides[0], b.pad_strides[1], b.pad_strides[2], 1}, b.pad_offset)
         .zero_();
@@ -143,11 +144,6 @@ at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero)
 // on a random convolution's output). Out of place is a copy, then in place.
 template <class F>
 at::Tensor unaryOutOfPlace(const at::Tensor& self, const char* op, F f, bool zero_at_zero) {
-  if (!self.is_mkldnn()) {
-    at::Tensor out = self.clone();
-    f(out);
-    return out;
-  }
   return unaryInPlace(self.clone(), op, f, zero_at_zero);
 }
 
