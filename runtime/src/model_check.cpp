@@ -1,13 +1,10 @@
 // modelTensorProblem: every tensor a loaded model holds fits what its file gave it.
 #include "xalloc/runtime/model_check.h"
 
-#include <malloc.h>
-
 #include <set>
 #include <string>
 #include <vector>
 
-#include <c10/core/CPUAllocator.h>
 #include <torch/csrc/jit/api/module.h>
 
 #include "xalloc/tensor_extent.h"
@@ -16,41 +13,23 @@ namespace xalloc::runtime {
 
 namespace {
 
-// What the default CPU allocator frees its blocks with.
-c10::DeleterFnPtr cpuDeleter() {
-  static const c10::DeleterFnPtr d = [] {
-    const c10::DataPtr probe = c10::GetDefaultCPUAllocator()->allocate(64);
-    return probe.get_deleter();
-  }();
-  return d;
-}
-
 class ExtentCheck {
 public:
   void module(const torch::jit::Module& m) {
     value(m._ivalue(), "self", 0);
+    // Modules of one type share their methods' graphs: each graph is read once.
+    std::set<const torch::jit::Graph*> graphs;
     for (const auto& sub : m.modules())
       for (const auto& method : sub.get_methods())
-        graph(*method.graph(), method.name());
+        if (graphs.insert(method.graph().get()).second)
+          graph(*method.graph(), method.name());
   }
 
 private:
   void tensor(const at::Tensor& t, const std::string& where) {
     if (!problem_.empty())
       return;
-    std::string problem = tensorExtentProblem(t);
-    // libtorch 1.13 makes a storage of the size the pickle says around the record it read,
-    // whatever the record's size: a record it read into the CPU allocator's memory is checked
-    // against the block that holds it (what malloc gave for the record).
-    if (problem.empty() && t.defined() && t.has_storage() && t.device().is_cpu()) {
-      const c10::DataPtr& dp = t.storage().data_ptr();
-      if (dp.get() && dp.get_context() == dp.get() && dp.get_deleter() == cpuDeleter()) {
-        const std::size_t block = malloc_usable_size(dp.get());
-        if (block < t.storage().nbytes())
-          problem = "a storage of " + std::to_string(t.storage().nbytes()) +
-                    " bytes read from a record of at most " + std::to_string(block);
-      }
-    }
+    const std::string problem = tensorExtentProblem(t);
     if (!problem.empty())
       problem_ = "the tensor " + where + " has " + problem +
                  ": the file says more than it holds (damaged, or not written by torch.jit.save)";

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -206,6 +207,18 @@ TEST(PackedOps, BadArgumentsAreExceptionsNotSignals) {
   EXPECT_THROW(make(lying, c10::nullopt, one, one, one, 1), c10::Error) << "short storage";
   EXPECT_THROW(c10::make_intrusive<PackedLinear>(lying.view({8, 36}), c10::nullopt, "none"),
                c10::Error);
+  // A storage that says more bytes than the block it was read into (libtorch sizes a loaded
+  // storage by the pickle, whatever the record held): refused before the constructor reads it.
+  {
+    c10::Storage short_record(c10::Storage::use_byte_size_t(), 8 * 4 * 3 * 3 * 4,
+                              c10::GetDefaultCPUAllocator()->allocate(64), nullptr, false);
+    auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(short_record),
+                                                     c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                                     caffe2::TypeMeta::Make<float>());
+    impl->set_sizes_contiguous({8, 4, 3, 3});
+    EXPECT_THROW(make(at::Tensor(std::move(impl)), c10::nullopt, one, one, one, 1), c10::Error)
+        << "a storage larger than its block";
+  }
   EXPECT_THROW(c10::make_intrusive<PackedLinear>(at::randn({4, 3}), at::randn({3}), "none"),
                c10::Error)
       << "short bias";
