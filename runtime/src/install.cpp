@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -119,15 +118,10 @@ struct State {
   bool installed = false;
   std::vector<Stack> stacks;       // every stack ever installed: blocks may outlive their install
   std::vector<std::size_t> active; // the installs in force, innermost last (indices in stacks)
-  // Release callbacks, each added to every stack (those installed later too), by their id.
+  // Release callbacks, each added to every stack (those installed later too) under its id.
   std::vector<std::pair<int, RetryStage::ReleaseCallback>> callbacks;
-  std::map<std::pair<std::size_t, int>, int> stage_ids; // (stack, callback id) -> stage's id
   int next_callback = 0;
 };
-
-void addToStack(State& s, std::size_t stack, int id, const RetryStage::ReleaseCallback& cb) {
-  s.stage_ids[{stack, id}] = s.stacks[stack].retry->addReleaseCallback(cb);
-}
 
 State& state() {
   static State* s = new State; // never destroyed: deleters may run during static destruction
@@ -178,10 +172,9 @@ void install(const InstallOptions& o) {
     ledger = Ledger::open(o.ledger, o.limit_bytes);
   auto backend = std::make_shared<CpuBackend>(ledger ? 0 : o.limit_bytes, ledger);
   s.stacks.push_back(makeStack(backend, o.retry, ledger, o.log, o.log_path));
-  const std::size_t index = s.stacks.size() - 1;
   for (const auto& [id, cb] : s.callbacks)
-    addToStack(s, index, id, cb);
-  s.active.push_back(index);
+    s.stacks.back().retry->addReleaseCallback(id, cb);
+  s.active.push_back(s.stacks.size() - 1);
   s.allocator.current_.store(s.stacks.back().top.get(), std::memory_order_release);
   if (!s.installed) {
     s.previous = c10::GetAllocator(c10::DeviceType::CPU);
@@ -238,8 +231,8 @@ int addReleaseCallback(RetryStage::ReleaseCallback cb) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
   const int id = s.next_callback++;
-  for (std::size_t i = 0; i < s.stacks.size(); ++i)
-    addToStack(s, i, id, cb);
+  for (Stack& st : s.stacks)
+    st.retry->addReleaseCallback(id, cb);
   s.callbacks.emplace_back(id, std::move(cb));
   return id;
 }
@@ -250,11 +243,8 @@ void removeReleaseCallback(int id) {
   s.callbacks.erase(std::remove_if(s.callbacks.begin(), s.callbacks.end(),
                                    [&](const auto& c) { return c.first == id; }),
                     s.callbacks.end());
-  for (std::size_t i = 0; i < s.stacks.size(); ++i)
-    if (auto it = s.stage_ids.find({i, id}); it != s.stage_ids.end()) {
-      s.stacks[i].retry->removeReleaseCallback(it->second);
-      s.stage_ids.erase(it);
-    }
+  for (Stack& st : s.stacks)
+    st.retry->removeReleaseCallback(id);
 }
 
 } // namespace xalloc::runtime

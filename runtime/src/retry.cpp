@@ -74,9 +74,18 @@ RetryStage::RetryStage(std::shared_ptr<Upstream> up, RetryConfig config,
     : up_(std::move(up)), config_(config), stats_(std::move(stats)), ledger_(std::move(ledger)) {}
 
 int RetryStage::addReleaseCallback(ReleaseCallback cb) {
+  int id = 0;
+  {
+    std::lock_guard<std::mutex> g(cb_mu_);
+    id = next_cb_++;
+  }
+  addReleaseCallback(id, std::move(cb));
+  return id;
+}
+
+void RetryStage::addReleaseCallback(int id, ReleaseCallback cb) {
   std::lock_guard<std::mutex> g(cb_mu_);
-  callbacks_.emplace_back(next_cb_, std::move(cb));
-  return next_cb_++;
+  callbacks_.emplace_back(id, std::move(cb));
 }
 
 void RetryStage::removeReleaseCallback(int id) {

@@ -26,9 +26,6 @@ constexpr const char* kScriptIt =
     "script it first: torch.jit.save(torch.jit.script(model.eval()), PATH), or "
     "torch.jit.trace(model, example_inputs)";
 
-// Every tensor the model holds, in its attributes (parameters, buffers, and whatever lists,
-// tuples, dicts and objects hold) and in the constants of its code, fits its storage record;
-// an InputError naming the first that does not, before anything reads it.
 // A file that is not a model: a device or a folder (`xprof /dev/zero` read until memory ran
 // out), a torch.save pickle; "" when it may be one.
 std::string notAModel(const std::string& path) {

@@ -67,6 +67,8 @@ public:
   /// Callbacks run (in registration order) when an allocation fails; each returns the bytes it
   /// freed. Returns an id for removeReleaseCallback.
   int addReleaseCallback(ReleaseCallback cb);
+  /// The same under an id the caller chose (install.cpp: one id for a callback in every stack).
+  void addReleaseCallback(int id, ReleaseCallback cb);
   void removeReleaseCallback(int id);
   const RetryConfig& config() const { return config_; }
 
