@@ -236,7 +236,6 @@ private:
   // taking at::Tensor&) writes it; a function of the program's own is looked into.
   std::string argumentWrite(const Stmt* call, const Stmt* arg, const std::string& name) {
     const FunctionDecl* callee = nullptr;
-    llvm::ArrayRef<const Expr*> args;
     std::vector<const Expr*> list;
     std::size_t shift = 0;
     if (const auto* c = dyn_cast<CallExpr>(call)) {
