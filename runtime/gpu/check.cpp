@@ -15,7 +15,10 @@
 //     only reference at once and the producer's stream allocates and overwrites memory
 //     meanwhile; the runtime counts them in flight until the completion event;
 //   - many conversions in flight at once, on the fixed set of side streams;
-//   - the TorchScript ops in a graph on CUDA tensors.
+//   - the TorchScript ops in a graph on CUDA tensors;
+//   - the graceful stack over the CUDA caching allocator: a request the device cannot hold is an
+//     OutOfMemory exception carrying the stats (the process goes on and allocates again), and
+//     emptyCache() gives cached blocks back to the driver.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/Sleep.h>
@@ -31,10 +36,13 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/runtime/operator.h>
 #include <torch/cuda.h>
 
 #include "../src/cuda_async.h"
 #include "xalloc/runtime/async.h"
+#include "xalloc/runtime/install.h"
+#include "xalloc/runtime/stack.h"
 
 using namespace xalloc::runtime;
 
@@ -191,7 +199,9 @@ void keepsInputsAlive() {
 }
 
 void torchScriptOps() {
-  check(loadOps() == 2, "TorchScript: both xalloc:: ops registered");
+  check(loadOps() >= 2 && torch::jit::findOperatorFor(c10::OperatorName("xalloc::contiguous_async",
+                                                                         "")) != nullptr,
+        "TorchScript: the xalloc:: ops registered");
   auto graph = std::make_shared<torch::jit::Graph>();
   torch::jit::parseIR(R"IR(
 graph(%x : Tensor):
@@ -218,6 +228,48 @@ graph(%x : Tensor):
         "TorchScript: contiguous_async + aten::wait (joined at launch) and contiguous on CUDA");
 }
 
+void gracefulCudaStack() {
+  RetryConfig config;
+  config.backoff = false;
+  config.ask_peers = false;
+  config.deadline_ms = 500;
+  auto backend = makeCudaCachingBackend(0);
+  Stack stack = makeStack(backend, config);
+  constexpr std::size_t kMiB = 1 << 20;
+  void* p = stack.top->allocate(kMiB);
+  check(p != nullptr && cudaMemset(p, 7, kMiB) == cudaSuccess,
+        "graceful CUDA: 1 MiB through the stack, written by the device");
+  std::size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  bool threw = false;
+  std::string message;
+  try {
+    stack.top->allocate(2 * total);
+  } catch (const OutOfMemory& e) {
+    threw = true;
+    message = e.what();
+  }
+  check(threw && !message.empty(),
+        "graceful CUDA: twice the device's memory is OutOfMemory, not an abort: " +
+            message.substr(0, 120));
+  void* q = stack.top->allocate(kMiB);
+  check(q != nullptr, "graceful CUDA: the stack allocates again after the OutOfMemory");
+  stack.top->deallocate(p, kMiB);
+  stack.top->deallocate(q, kMiB);
+  auto snap = stack.stats->snapshot();
+  check(snap["allocation.all.current"] == 0 && snap["num_ooms"] == 1,
+        "graceful CUDA: stats count 0 live blocks and 1 OutOfMemory");
+  {
+    at::Tensor big = at::empty({256 * static_cast<std::int64_t>(kMiB)}, at::kCUDA); // 1 GiB
+    big.fill_(1.0f);
+    torch::cuda::synchronize();
+  } // freed into the caching allocator's cache
+  const std::size_t released = backend->emptyCache();
+  check(released >= 512 * kMiB, "graceful CUDA: emptyCache() gave " +
+                                    std::to_string(released / kMiB) +
+                                    " MiB back to the driver (>= 512 expected)");
+}
+
 } // namespace
 
 int main() {
@@ -231,6 +283,7 @@ int main() {
   consumerWaits();
   keepsInputsAlive();
   torchScriptOps();
+  gracefulCudaStack();
   torch::cuda::synchronize();
   std::printf("%s: %d check(s) failed\n", g_failed ? "FAILED" : "passed", g_failed);
   return g_failed ? 1 : 0;
