@@ -39,7 +39,7 @@ step "xalloc-gpu-check"
 # The caching allocator hides out-of-bounds accesses inside its cached blocks from memcheck.
 for tool in memcheck racecheck synccheck; do
   step "compute-sanitizer --tool $tool"
-  if PYTORCH_NO_CUDA_MEMORY_CACHING=$([ $tool = memcheck ] && echo 1 || echo 0) \
+  if XALLOC_GPU_CHECK_TOOL=$tool PYTORCH_NO_CUDA_MEMORY_CACHING=$([ $tool = memcheck ] && echo 1 || echo 0) \
     timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
     "$build/bin/xalloc-gpu-check" >"$logs/sanitizer-$tool.log" 2>&1; then
     tail -2 "$logs/sanitizer-$tool.log"

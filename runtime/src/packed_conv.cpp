@@ -112,13 +112,13 @@ constexpr const char* kConv = "xalloc::conv2d_packed";
 
 // oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
 // a number out, where ATen's activations keep NaN.
-bool eatsNaN(PostOp p) {
+[[maybe_unused]] bool eatsNaN(PostOp p) {
   return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
 }
 constexpr const char* kLinear = "xalloc::linear_packed";
 
 // ATen's checks of a conv2d input (3-D unbatched or 4-D), in ATen's words where they exist.
-void checkConvInput(const at::Tensor& x, const PackedConv& c) {
+[[maybe_unused]] void checkConvInput(const at::Tensor& x, const PackedConv& c) {
   detail::checkInput(x, kConv);
   TORCH_CHECK(x.dim() == 4, kConv,
               ": expected a 3-D (unbatched) or 4-D (batched) input, but got "
@@ -141,7 +141,8 @@ void checkConvInput(const at::Tensor& x, const PackedConv& c) {
   }
 }
 
-std::vector<std::int64_t> convOutputSizes(const at::Tensor& x, const PackedConv& c) {
+[[maybe_unused]] std::vector<std::int64_t> convOutputSizes(const at::Tensor& x,
+                                                           const PackedConv& c) {
   std::vector<std::int64_t> out{x.size(0), c.weight.size(0), 0, 0};
   for (int d = 0; d < 2; ++d)
     out[2 + d] =
