@@ -3,29 +3,34 @@
 
 #include <nlohmann/json.hpp>
 
+#include "xalloc/error.h"
 #include "xalloc/formats/json_reader.h"
 
 namespace xalloc::formats {
 
 using nlohmann::json;
 
+const LayoutTraits& RegionCandidate::traits() const {
+  const LayoutTraits* t = layoutTraits(target, packed);
+  XALLOC_EXPECTS(t, "a region candidate is a layout of layout_traits.cpp");
+  return *t;
+}
+
+bool RegionCandidate::needsRuntime() const {
+  return traits().needs_runtime;
+}
+
 std::string RegionCandidate::name() const {
-  return std::string(toString(target)) + (packed ? "+packed" : "");
+  return traits().name;
 }
 
 std::optional<RegionCandidate> parseCandidateName(const std::string& name) {
-  RegionCandidate c;
-  std::string t = name;
-  const std::string suffix = "+packed";
-  if (t.size() > suffix.size() && t.compare(t.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    c.packed = true;
-    t.resize(t.size() - suffix.size());
-  }
-  auto target = fromString<LayoutTarget>(t);
-  if (!target ||
-      (c.packed && *target != LayoutTarget::ChannelsLast && *target != LayoutTarget::Contiguous))
+  const LayoutTraits* t = layoutTraits(name);
+  if (!t)
     return std::nullopt;
-  c.target = *target;
+  RegionCandidate c;
+  c.target = t->target;
+  c.packed = t->packed;
   return c;
 }
 
@@ -51,10 +56,9 @@ RegionCandidate readRegionCandidate(const JsonReader& r) {
   RegionCandidate c;
   c.target = r.at("target").toEnum<LayoutTarget>();
   c.packed = r.getBool("packed", false);
-  if (c.packed && c.target != LayoutTarget::ChannelsLast && c.target != LayoutTarget::Contiguous)
-    r.at("packed").fail("packed weights go with channels_last (convolutions) or contiguous "
-                        "(linears) activations, not " +
-                        std::string(toString(c.target)));
+  if (!layoutTraits(c.target, c.packed))
+    r.at("packed").fail("no region layout is " + std::string(toString(c.target)) +
+                        (c.packed ? " with packed weights" : " without packed weights"));
   c.measured = r.getBool("measured", false);
   if (c.measured) {
     c.time_ms = r.at("time_ms").toNonNegative();

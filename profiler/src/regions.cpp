@@ -5,42 +5,13 @@
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include "profiler_impl.h"
-#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/value_compare.h"
 
 namespace xalloc::profiler::detail {
 
 namespace {
-
-// The candidates tried for a region of rank `rank`, the region as it is first.
-std::vector<formats::RegionCandidate> candidatesFor(int rank) {
-  using formats::LayoutTarget;
-  std::vector<formats::RegionCandidate> out(1);
-  formats::RegionCandidate c;
-  if (rank == 0) { // a linear: its weight packed, or not
-    if (runtime::hasPackedConv()) {
-      c.packed = true;
-      out.push_back(c);
-    }
-    return out;
-  }
-  if (rank == 5) {
-    c.target = LayoutTarget::ChannelsLast3d;
-    out.push_back(c);
-    return out;
-  }
-  c.target = LayoutTarget::ChannelsLast;
-  out.push_back(c);
-  if (runtime::hasPackedConv()) {
-    c.packed = true;
-    out.push_back(c);
-    c.packed = false;
-  }
-  c.target = LayoutTarget::Blocked;
-  out.push_back(c);
-  return out;
-}
 
 // One way of running a region, ready to time.
 struct Runnable {
@@ -142,7 +113,7 @@ void Profiler::measureRegions() {
       else
         exits_known = false;
     }
-    out.candidates = candidatesFor(r.rank);
+    out.candidates = tspass::regionCandidates(r.rank);
     progress_.tick(static_cast<std::size_t>(id));
     if (!r.convex) {
       out.note = "a path leaves the region and comes back into it: it cannot run on its own";

@@ -19,6 +19,7 @@
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
@@ -95,6 +96,34 @@ RegionCandidate candidate(LayoutTarget t, bool packed = false) {
 }
 
 } // namespace
+
+// formats' rows and torchscript_pass's objects are one table: each row has its object, in the
+// same order, and every name a document may carry parses back to its own row.
+TEST(RegionLayouts, TraitsRowsAndLayoutObjectsAreOneTable) {
+  const auto& rows = formats::regionLayoutTraits();
+  const auto& objects = regionLayouts();
+  ASSERT_EQ(rows.size(), objects.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(&objects[i]->traits(), &rows[i]) << rows[i].name;
+    auto c = formats::parseCandidateName(rows[i].name);
+    ASSERT_TRUE(c) << rows[i].name;
+    EXPECT_EQ(c->name(), rows[i].name);
+    EXPECT_EQ(&regionLayout(*c), objects[i]);
+    EXPECT_EQ(c->needsRuntime(), rows[i].needs_runtime);
+  }
+  EXPECT_STREQ(rows.front().name, "contiguous"); // the region as it is comes first
+  EXPECT_FALSE(formats::parseCandidateName("blocked+packed"));
+  EXPECT_FALSE(formats::parseCandidateName("channels_last_3d+packed"));
+  // Candidates per rank: as it is first, then only the layouts that fit it.
+  for (int rank : {0, 4, 5}) {
+    const auto cands = regionCandidates(rank);
+    ASSERT_FALSE(cands.empty());
+    EXPECT_EQ(cands.front().name(), "contiguous");
+    for (const auto& c : cands)
+      EXPECT_TRUE(c.traits().fits(rank)) << c.name() << " at rank " << rank;
+  }
+  EXPECT_EQ(regionCandidates(5).size(), 2u); // contiguous, channels_last_3d
+}
 
 TEST(Regions, TinyCnnIsOneRegionFromStemToPooling) {
   Frozen f = frozenTinyCnn();

@@ -94,4 +94,15 @@ std::vector<Node*> GraphIndex::findByAnchor(const formats::Anchor& a) const {
   return out;
 }
 
+std::vector<Node*> GraphIndex::findAt(const formats::Anchor& a) const {
+  std::vector<Node*> out;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const formats::Anchor& b = anchors_[i];
+    if (b.file == a.file && b.function == a.function && b.expr == a.expr && b.line == a.line &&
+        b.col == a.col)
+      out.push_back(ops_[i]);
+  }
+  return out;
+}
+
 } // namespace xalloc::tspass

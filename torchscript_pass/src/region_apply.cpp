@@ -82,7 +82,7 @@ MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Sched
     } else if (candidateOf(d).needsRuntime() && !fast_form) {
       r.status = ApplyStatus::Skipped;
       r.message = nameOf(d) + " needs the runtime's ops: write the fast form (--form fast)";
-    } else if (found ? regionReadsChannelsLast(*found) : regionAlreadyLaidOut(index, *d.region)) {
+    } else if (regionAlreadyLaidOut(found, index, *d.region)) {
       r.status = ApplyStatus::AlreadyApplied;
       r.message = nameOf(d) + ": it runs in another layout already";
     } else if (!found) {
@@ -122,9 +122,7 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
     }
     LayoutRegion& g = it->second;
     g.convolutions = d.region->convolutions;
-    g.rank = d.region->convolutions == 0
-                 ? 0
-                 : (d.target == formats::LayoutTarget::ChannelsLast3d ? 5 : 4);
+    g.rank = d.region->convolutions == 0 ? 0 : candidateOf(d).traits().fits(5) ? 5 : 4;
     RegionEdit e;
     try {
       e = applyRegionLayout(graph, g, candidateOf(d));

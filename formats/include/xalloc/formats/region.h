@@ -14,6 +14,7 @@
 
 #include "xalloc/formats/common.h"
 #include "xalloc/formats/enums.h"
+#include "xalloc/formats/layout_traits.h"
 
 namespace xalloc::formats {
 
@@ -37,9 +38,11 @@ struct RegionCandidate {
   std::optional<double> output_error;
   std::string note; // why it was not measured, when it was not
 
+  /// Its row of layout_traits.cpp (a candidate read or parsed always has one).
+  const LayoutTraits& traits() const;
   /// Needs libxalloc_runtime.so loaded (packed convolutions, blocked constants).
-  bool needsRuntime() const { return packed || target == LayoutTarget::Blocked; }
-  /// "channels_last", "channels_last+packed", "blocked", "contiguous", "contiguous+packed".
+  bool needsRuntime() const;
+  /// The layout's name: "channels_last", "channels_last+packed", "blocked", ...
   std::string name() const;
 };
 

@@ -42,6 +42,9 @@ public:
 
   /// Ops whose anchor names the same site (line and column ignored); usually zero or one.
   std::vector<torch::jit::Node*> findByAnchor(const formats::Anchor& a) const;
+  /// Ops at the place `a` names (file, function, expression, line and column), whatever their
+  /// kind now: what a rewrite made of the op that was there.
+  std::vector<torch::jit::Node*> findAt(const formats::Anchor& a) const;
 
 private:
   void visitBlock(torch::jit::Block* block, bool in_loop);

@@ -83,23 +83,19 @@ struct RegionEdit {
   std::string message; // why nothing was done, when nothing was
 };
 
-/// Rewrites region `r` of `graph` in place to run in `c`'s layout: conversions at its entries
-/// (to the target) and exits (back to row-major contiguous), convolution weights re-laid once as
-/// constants (channels-last; packed for oneDNN with the activation after each fused; or blocked
-/// MKLDNN constants). `r.nodes` is updated to the region's ops after the edit. Contiguous: does
-/// nothing. Needs constant weights (a frozen model) to re-lay them; `packed` and blocked need
-/// the runtime (libxalloc_runtime.so, linked).
+/// Rewrites region `r` of `graph` in place to run in `c`'s layout (region_layouts.h: one object
+/// per layout does the edit). `r.nodes` is updated to the region's ops after the edit.
+/// Contiguous: does nothing. Needs constant weights (a frozen model) to re-lay them; the packed
+/// layouts and blocked need the runtime (libxalloc_runtime.so, linked).
 RegionEdit applyRegionLayout(torch::jit::Graph& graph, LayoutRegion& r,
                              const formats::RegionCandidate& c);
 
-/// True when a graph already runs this region in a non-contiguous layout (a second xrewrite):
-/// one of the ops `ref` names is now a packed or blocked convolution, or reads a channels-last
-/// weight.
-bool regionAlreadyLaidOut(const GraphIndex& index, const formats::RegionRef& ref);
-
-/// True when the region reads its entries in channels-last already (each comes out of an
-/// aten::contiguous to that memory format): a channels-last rewrite was applied before.
-bool regionReadsChannelsLast(const LayoutRegion& r);
+/// True when a graph already runs this region in another layout (a second xrewrite), as one of
+/// the region layouts (region_layouts.h) tells it: `found`, the region found again by its ops,
+/// reads its entries in that layout; or, not found, one of the ops `ref` names is now a packed
+/// or blocked op, or reads a re-laid weight.
+bool regionAlreadyLaidOut(const LayoutRegion* found, const GraphIndex& index,
+                          const formats::RegionRef& ref);
 
 /// The rank of each input of `method`'s graph after self, from the values it will be run on
 /// (nullopt for non-tensors).

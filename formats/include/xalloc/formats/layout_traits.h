@@ -1,0 +1,35 @@
+// What the documents know of each region layout, without libtorch: its name, which regions it
+// fits, whether it needs the runtime. One row per layout (layout_traits.cpp); the layout itself
+// (how it is applied, how to tell it is applied already) is torchscript_pass's RegionLayout of
+// the same name. The profiler's candidate list, the readers' validity checks and the names in
+// reports all read this table.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "xalloc/formats/enums.h"
+
+namespace xalloc::formats {
+
+struct LayoutTraits {
+  const char* name;    // "channels_last+packed": the name in reports and --show
+  LayoutTarget target; // the memory format of its activations
+  bool packed;         // weights packed for oneDNN, the next activation fused
+  /// The region ranks it fits: 0 for a linear's region of its own, 4 and 5 for convolutions'.
+  std::vector<int> ranks;
+  bool needs_runtime; // inserts libxalloc_runtime.so's ops (the fast form only)
+  bool needs_onednn;  // and the runtime must be built with oneDNN
+
+  bool fits(int rank) const;
+};
+
+/// Every region layout, in the order the profiler tries them; [0] is row-major, the region as
+/// it is.
+const std::vector<LayoutTraits>& regionLayoutTraits();
+/// The row for (target, packed); nullptr when no layout is both.
+const LayoutTraits* layoutTraits(LayoutTarget target, bool packed);
+/// The row named `name`; nullptr when none is.
+const LayoutTraits* layoutTraits(std::string_view name);
+
+} // namespace xalloc::formats
