@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/formats/op_facts.h"
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/signature.h"
@@ -21,16 +22,10 @@ using torch::jit::Value;
 
 namespace {
 
-// Ops that look at a tensor's metadata and never at its elements: no layout can make them
-// faster, so they are not re-run.
+// Ops that look at a tensor's metadata and never at its elements (formats/op_facts.h): no
+// layout can make them faster, so they are not re-run.
 bool readsOnlyMetadata(const Node* n) {
-  static const std::set<std::string> kinds = {
-      "aten::size",      "aten::dim",           "aten::numel",
-      "aten::len",       "prim::device",        "prim::dtype",
-      "prim::layout",    "prim::requires_grad", "prim::is_cuda",
-      "aten::stride",    "aten::is_contiguous", "aten::__is__",
-      "aten::__isnot__", "prim::shape",         "aten::is_floating_point"};
-  return kinds.count(n->kind().toQualString()) > 0;
+  return formats::readsNoElements(n->kind().toQualString());
 }
 
 // The op that really reads a value: the consumer itself, or, when the consumer only builds a

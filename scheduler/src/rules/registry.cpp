@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "xalloc/formats/op_facts.h"
+
 namespace xalloc::scheduler::rules {
 
 #define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
@@ -59,29 +61,14 @@ const char* marginName(bool is_floor) {
 }
 
 bool OpKinds::readsOnlySizes(std::int64_t op_id) const {
-  static const std::set<std::string> kinds = {"aten::size",
-                                              "aten::dim",
-                                              "aten::numel",
-                                              "aten::len",
-                                              "prim::device",
-                                              "prim::dtype",
-                                              "prim::layout",
-                                              "prim::requires_grad",
-                                              "prim::shape",
-                                              "prim::is_cuda",
-                                              "aten::is_floating_point"};
   const formats::Op* op = profile.findOp(op_id);
-  return op && kinds.count(op->kind);
+  return op && formats::readsOnlyLayoutFreeMetadata(op->kind);
 }
 
 bool OpKinds::allViews(const std::vector<std::int64_t>& ops) const {
-  static const std::set<std::string> views = {
-      "aten::view",    "aten::reshape",    "aten::transpose", "aten::permute", "aten::t",
-      "aten::select",  "aten::slice",      "aten::narrow",    "aten::expand",  "aten::unsqueeze",
-      "aten::squeeze", "aten::as_strided", "aten::unflatten", "aten::split",   "aten::chunk"};
   for (std::int64_t id : ops) {
     const formats::Op* op = profile.findOp(id);
-    if (!op || !views.count(op->kind))
+    if (!op || !formats::isViewOp(op->kind))
       return false;
   }
   return true;

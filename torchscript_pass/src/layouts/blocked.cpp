@@ -4,7 +4,6 @@
 // of the region reading dense copies. Entries go through xalloc::to_blocked, which refuses an
 // input that wants gradients.
 #include <functional>
-#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -153,24 +152,17 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
       ++e.blocked_ops;
       continue;
     }
-    // The runtime's forms: libtorch's MKLDNN relu and max pooling turn NaN into 0 (oneDNN's
-    // max), and its out-of-place MKLDNN hard swish, hard sigmoid and relu6 are wrong when the
-    // channels are not a multiple of the block (runtime/src/blocked_ops.cpp).
-    static const std::map<std::string, std::string> renamed = {
-        {"aten::hardswish", "xalloc::blocked_hardswish"},
-        {"aten::hardswish_", "xalloc::blocked_hardswish_"},
-        {"aten::hardsigmoid", "xalloc::blocked_hardsigmoid"},
-        {"aten::hardsigmoid_", "xalloc::blocked_hardsigmoid_"},
-        {"aten::relu6", "xalloc::blocked_relu6"},
-        {"aten::relu6_", "xalloc::blocked_relu6_"},
-        {"aten::relu", "xalloc::blocked_relu"},
-        {"aten::relu_", "xalloc::blocked_relu_"},
-        {"aten::max_pool2d", "xalloc::blocked_max_pool2d"}};
-    if (auto it = renamed.find(k); it != renamed.end()) {
-      const bool pool = k == "aten::max_pool2d";
+    // The runtime's forms where libtorch's MKLDNN ones are wrong (op_facts.h: blocked_form).
+    const formats::OpFacts* facts = formats::opFacts(k);
+    const std::string form =
+        facts && *facts->blocked_form
+            ? facts->blocked_form + std::string(formats::isInPlaceKind(k) ? "_" : "")
+            : "";
+    if (!form.empty()) {
+      const bool unary = layoutFamily(n).family == LayoutFamily::Unary;
       Node* m = place(
-          g.create(sym(it->second.c_str()), pool ? n->inputs() : at::ArrayRef<Value*>{n->input(0)}),
-          n, n);
+          g.create(sym(form.c_str()), unary ? at::ArrayRef<Value*>{n->input(0)} : n->inputs()), n,
+          n);
       m->output()->setType(n->output()->type());
       mk.erase(n);
       mk.insert(m);

@@ -9,21 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "xalloc/formats/op_facts.h"
+
 namespace torch::jit {
 struct Node;
 }
 
 namespace xalloc::tspass {
 
-enum class LayoutFamily {
-  None,   // fixes or changes the layout (view, permute, flatten, linear, layer_norm, ...)
-  Conv,   // aten::conv2d / conv3d: input 0 is the activation, weight and bias parameters
-  Unary,  // activations and dropout in eval mode: input 0
-  Binary, // add, sub, mul, div: every tensor input (broadcast operands keep their own)
-  Norm,   // batch_norm in eval mode: input 0
-  Pool,   // max/avg/adaptive pooling: input 0
-  Linear, // aten::linear: a region of its own (its weight re-laid), never joined to others
-};
+using LayoutFamily = formats::OpFamily;
 
 struct FamilyInfo {
   LayoutFamily family = LayoutFamily::None;
@@ -43,7 +37,7 @@ FamilyInfo layoutFamily(const torch::jit::Node* n);
 /// The inputs of `n` that carry the layout (activations), by index.
 std::vector<std::size_t> activationInputs(const torch::jit::Node* n, LayoutFamily f);
 
-/// Ops that read only a tensor's metadata (sizes, rank): the layout does not matter to them.
+/// Ops that read only metadata the layout does not change (sizes, rank, dtype; op_facts.h).
 bool readsMetadataOnly(const torch::jit::Node* n);
 
 } // namespace xalloc::tspass
