@@ -50,7 +50,7 @@ std::string libraryPath(const std::string& entry) {
 
 std::string referenceBlas(const std::string& libraries) {
   for (const auto& entry : splitLibraries(libraries)) {
-    const std::string path = libraryPath(entry);
+    std::string path = libraryPath(entry);
     const std::size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash >= 5 && path.compare(slash - 5, 5, "/blas") == 0 &&
         path.compare(slash + 1, 11, "libblas.so.") == 0)

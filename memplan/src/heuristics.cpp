@@ -269,6 +269,7 @@ Plan planMemory(const std::vector<TensorSpec>& ts, const PlanOptions& o) {
   // The baseline: never worse than giving every tensor its own bytes.
   candidates.push_back({planNoReuse(ts, o), {}});
   std::vector<std::pair<std::string, std::int64_t>> tried;
+  tried.reserve(candidates.size() + 1);
   for (const auto& c : candidates)
     tried.emplace_back(c.plan.heuristic, c.plan.workspace_bytes);
   if (tried.size() == 4)

@@ -55,6 +55,7 @@ std::vector<TensorSpec> tensorsFromProfile(const formats::Profile& p) {
     }
   }
   std::vector<TensorSpec> ts;
+  ts.reserve(by_storage.size());
   for (auto& [id, t] : by_storage)
     ts.push_back(std::move(t));
   return ts;

@@ -12,7 +12,7 @@ Stack makeStack(std::shared_ptr<Upstream> backend, const RetryConfig& config,
   s.stats = std::make_shared<Stats>();
   if (ledger)
     ledger->startResponder([backend] { return static_cast<std::int64_t>(backend->emptyCache()); });
-  s.retry = std::make_shared<RetryStage>(std::move(backend), config, s.stats, ledger);
+  s.retry = std::make_shared<RetryStage>(std::move(backend), config, s.stats, std::move(ledger));
   std::shared_ptr<Upstream> below = s.retry;
   if (log)
     below = std::make_shared<LogStage>(below, log_path);

@@ -87,7 +87,7 @@ std::string explainSchedule(const formats::Schedule& s) {
       // A model's module path tells apart sites that share their source (every nn.Linear's
       // is linear.py:114); a program's scope is its function, already in the anchor.
       if (s.model.format == formats::ModelFormat::TorchScript && !op->scope.empty())
-        expr = op->scope + ": " + expr;
+        expr.insert(0, op->scope + ": ");
     }
     // A region decision names the region: its ops are listed in the schedule.
     if (d.region) {
@@ -118,7 +118,8 @@ std::string explainSchedule(const formats::Schedule& s) {
     std::string expr = exprs[i];
     if (!o.empty() && expr.size() > expr_w) {
       expr.resize(expr.size() - o.size());
-      expr = paddedExpression(expr, expr_w - o.size()) + o;
+      expr = paddedExpression(expr, expr_w - o.size());
+      expr += o;
     }
     out << paddedTail(sites[i], site_w) << " " << paddedExpression(expr, expr_w) << " "
         << padded(sizes[i], sizes_w) << " " << padded(formats::actionName(d.action), 7) << " "

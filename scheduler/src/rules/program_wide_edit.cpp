@@ -17,7 +17,7 @@ std::optional<Verdict> programWideEdit(const SyncSite& s) {
                       : s.relayouting ? "change output layout"
                                       : "could not be measured") +
                      " with a contiguous input",
-                 true, Carries::Candidates, /*async_allowed=*/false};
+                 true, Carries::Candidates, /*async=*/false};
 }
 
 } // namespace xalloc::scheduler::rules
