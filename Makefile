@@ -75,12 +75,8 @@ bench-peer: build ## original / peer / ours on public models (C++), then with ON
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
 
-SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan, its packed ops under ASan+UBSan
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$(SANITIZE)" \
-	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-	@cmake --build build-asan -j $(JOBS) --target xalloc_unit_tests
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/xalloc_unit_tests --gtest_brief=1
+	@bash scripts/sanitize.sh build-asan
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_tsan_tests xalloc_asan_tests xalloc_asan_packed_tests
 	@$(BIN)/xalloc_tsan_tests --gtest_brief=1 && $(BIN)/xalloc_asan_tests --gtest_brief=1
 	@ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 $(BIN)/xalloc_asan_packed_tests --gtest_brief=1

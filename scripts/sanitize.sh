@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The torch-free unit tests (xalloc_unit_tests: documents, cost fits, rules, solver, planner)
+# built with ASan+UBSan (Debug) in their own build folder, and run. The suite runs it as
+# sanitize.unit, so CI does; `make check-sanitize` runs it and the runtime's sanitizer tests.
+#   bash scripts/sanitize.sh [BUILD_DIR]     (default build-asan)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-asan}
+flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+jobs=$(nproc)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DXALLOC_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target xalloc_unit_tests >"$build/sanitize-build.log" 2>&1 || {
+  grep -E "error|Error" "$build/sanitize-build.log" | head -30
+  exit 1
+}
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  "$build/bin/xalloc_unit_tests" --gtest_brief=1
