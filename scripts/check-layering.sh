@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fails (exit 1) when a folder includes the headers of a part it may not depend on. The tools
-# (profiler/ xprof, costfit/ xcost, scheduler/ xsched, rewriter/ xrewrite) stand side by side
-# over the shared libraries and never include one another's command line (their tool.h). Run by
-# the test suite; the link lines (CMakeLists.txt) name only the libraries allowed here.
+# Fails (exit 1) when a folder includes the headers of a part it may not depend on, or links a
+# library of one (target_link_libraries in its CMakeLists.txt files). The tools (profiler/ xprof,
+# costfit/ xcost, scheduler/ xsched, rewriter/ xrewrite) stand side by side over the shared
+# libraries and never include one another's command line (their tool.h). Run by the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +46,44 @@ grep -rnH --include='*.cpp' --include='*.h' --include='*.cu' '#include "xalloc/'
       }
     }
     END { exit bad }'
-echo "check-layering: clean"
+
+# The link lines: every xalloc library a folder links (xalloc::name or xalloc_name) is one that a
+# folder it may depend on defines (add_library). Statements are joined up to their ")".
+# shellcheck disable=SC2086
+find $folders -name CMakeLists.txt | sort | xargs awk -v allowed="$allowed" '
+  BEGIN {
+    n = split(allowed, lines, "\n")
+    for (i = 1; i <= n; ++i)
+      if (split(lines[i], kv, ": ") == 2) ok[kv[1]] = " " kv[2] " "
+  }
+  function partOf(folder) { return folder == "torchscript_pass" ? "tspass" : folder }
+  {
+    folder = FILENAME; sub(/\/.*/, "", folder)
+    line = $0; sub(/#.*/, "", line)
+    if (line ~ /add_library\((xalloc::|xalloc_)/) {
+      name = line; sub(/.*add_library\(/, "", name); sub(/[ )].*/, "", name)
+      defined[name] = partOf(folder)
+    }
+    if (line ~ /target_link_libraries\(/) { stmt = ""; file[++nstmt] = FILENAME; collecting = 1 }
+    if (collecting) {
+      stmt = stmt " " line
+      if (line ~ /\)/) { links[nstmt] = stmt; collecting = 0 }
+    }
+  }
+  END {
+    for (i = 1; i <= nstmt; ++i) {
+      folder = file[i]; sub(/\/.*/, "", folder)
+      s = links[i]; sub(/^[^(]*\([ ]*[^ ]+/, "", s) # drop the target being linked
+      m = split(s, words, /[ ()]+/)
+      for (j = 1; j <= m; ++j) {
+        w = words[j]
+        if (w !~ /^(xalloc::|xalloc_)/ || !(w in defined)) continue
+        if (index(ok[folder], " " defined[w] " ") == 0) {
+          printf "%s: error: %s/ may not link %s (%s/ is not below it)\n", file[i], folder, w, defined[w]
+          bad = 1
+        }
+      }
+    }
+    exit bad
+  }'
+echo "check-layering: clean (includes and link lines)"
