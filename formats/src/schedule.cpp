@@ -12,6 +12,13 @@
 
 namespace xalloc::formats {
 
+bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
+                     double tolerance) {
+  if (identical_output)
+    return true;
+  return tolerance > 0 && output_error && *output_error <= tolerance;
+}
+
 void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
                          const std::string& tool) {
   if (exact && tolerance)

@@ -175,13 +175,14 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
     c10::IValue out_b = runOrSay(mb, "the rewritten model");
     const bool same_bits = tspass::bitwiseEqual(out_a, out_b);
     const double e = same_bits ? 0.0 : tspass::maxRelativeError(out_a, out_b);
-    const bool bad = tolerance > 0 ? !(e <= tolerance) : !same_bits;
+    const bool bad = !formats::withinTolerance(same_bits, e, tolerance);
     v.error = std::max(v.error, e);
     v.same_bits = v.same_bits && same_bits;
     if (bad) {
       const c10::IValue again = run(ma);
-      if (tolerance > 0 ? !(tspass::maxRelativeError(out_a, again) <= tolerance)
-                        : !xalloc::tspass::bitwiseEqual(out_a, again)) {
+      const bool same_again = tspass::bitwiseEqual(out_a, again);
+      if (!formats::withinTolerance(
+              same_again, same_again ? 0.0 : tspass::maxRelativeError(out_a, again), tolerance)) {
         v.problem = "the original model itself gives different outputs on two runs of the same "
                     "inputs, so no rewrite can be verified; --no-verify skips the check";
         return v;

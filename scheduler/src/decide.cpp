@@ -25,13 +25,6 @@ using formats::Decision;
 using formats::Profile;
 using formats::Record;
 
-bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
-                     double tolerance) {
-  if (identical_output)
-    return true;
-  return tolerance > 0 && output_error && *output_error <= tolerance;
-}
-
 bool withinTolerance(const formats::ConsumerTiming& c, double tolerance) {
   return withinTolerance(c.identical_output, c.output_error, tolerance);
 }

@@ -62,6 +62,13 @@ inline constexpr double kDefaultTolerance = 1e-4;
 /// is no longer "the same outputs".
 inline constexpr double kMaxTolerance = 1e-2;
 
+/// The one accept rule for a measured change of outputs (a consumer with the other layout, a
+/// region's candidate, a producer fused with its conversion, a rewritten model against the
+/// original): bit-identical always passes; an error within `tolerance` passes; no bounded error
+/// never does; a tolerance of 0 (--exact) admits bit-identical only.
+bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
+                     double tolerance);
+
 /// A tool's --tolerance and --exact flags (xsched, xrewrite): a tolerance is a number in
 /// (0, kMaxTolerance], and the two exclude each other; InputError naming `tool` otherwise.
 void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,

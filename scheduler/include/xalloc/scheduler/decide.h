@@ -74,11 +74,8 @@ struct SchedOptions {
   double tolerance = formats::kDefaultTolerance;
 };
 
-/// A measured change of outputs (a consumer with the other layout, a region's candidate, a
-/// producer fused with its conversion) is within `tolerance`: bit-identical always is; one with
-/// no bounded error never is; 0 (--exact) admits bit-identical only.
-bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
-                     double tolerance);
+/// formats::withinTolerance (the one accept rule) of a consumer's measured change.
+using formats::withinTolerance;
 bool withinTolerance(const formats::ConsumerTiming& c, double tolerance);
 
 /// Standard error of a median of `n` samples whose interquartile range is `iqr`.
