@@ -35,6 +35,7 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/io.h"
 #include "xalloc/profiler/conversion_cost.h"
+#include "xalloc/profiler/hook_record.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/threads.h"
 
@@ -324,7 +325,7 @@ public:
     stopped_ = true;
     std::lock_guard<std::mutex> lock(mu_);
     fmt::Profile p;
-    nlohmann::json stacks = nlohmann::json::array();
+    xalloc::profiler::HookRecord record;
     double clock = 0;
     for (Site* s : order_) {
       fmt::Op op;
@@ -346,15 +347,15 @@ public:
       op.inputs = s->inputs;
       op.outputs = s->outputs;
       p.ops.push_back(op);
-      nlohmann::json frames = nlohmann::json::array();
+      xalloc::profiler::HookRecord::Stack st;
+      st.op = op.id;
       for (int f : s->frames)
-        frames.push_back({frames_[static_cast<std::size_t>(f)].module,
-                          frames_[static_cast<std::size_t>(f)].offset});
-      stacks.push_back({{"op", op.id},
-                        {"frames", frames},
-                        {"calls", s->calls},
-                        {"recorded", s->recorded},
-                        {"shared_call", s->shared_call}});
+        st.frames.push_back({frames_[static_cast<std::size_t>(f)].module,
+                             frames_[static_cast<std::size_t>(f)].offset});
+      st.calls = s->calls;
+      st.recorded = s->recorded;
+      st.shared_call = s->shared_call;
+      record.stacks.push_back(std::move(st));
     }
     p.records = values_.finish();
     downstream_.attach(p.records);
@@ -364,16 +365,12 @@ public:
     p.settings.repeats = repeats_;
     p.device.threads = at::get_num_threads();
     p.device.blas_threads = xalloc::blasThreads(); // the program's own setting, as it ran
-    nlohmann::json mods = nlohmann::json::array();
     for (const auto& m : modules_)
-      mods.push_back({{"path", m.path}, {"user", m.user}});
+      record.modules.push_back({m.path, m.user});
+    record.threads = at::get_num_threads();
+    record.top_level_calls = total_calls_;
     nlohmann::json doc = fmt::toJson(p);
-    nlohmann::json extra = nlohmann::json::object();
-    extra["modules"] = mods;
-    extra["stacks"] = stacks;
-    extra["threads"] = at::get_num_threads();
-    extra["top_level_calls"] = total_calls_;
-    doc["xprof_hook"] = extra;
+    doc["xprof_hook"] = xalloc::profiler::toJson(record);
     try {
       xalloc::writeFileAtomic(out_, doc.dump() + "\n");
     } catch (const std::exception&) {

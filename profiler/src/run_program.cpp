@@ -21,6 +21,7 @@
 #include "xalloc/formats/json_reader.h"
 #include "xalloc/io.h"
 #include "xalloc/profiler/device_info.h"
+#include "xalloc/profiler/hook_record.h"
 #include "xalloc/profiler/idle_windows.h"
 #include "xalloc/profiler/trace.h"
 
@@ -277,39 +278,35 @@ formats::Profile profileProgram(const RunOptions& o) {
                      "are its sources outside /usr?)");
 
   // Symbolize every frame that lies in one of the program's own objects.
-  const auto& hook_doc = raw["xprof_hook"];
-  std::vector<std::string> modules;
-  std::vector<bool> user;
-  for (const auto& m : hook_doc["modules"]) {
-    modules.push_back(m["path"].get<std::string>());
-    user.push_back(m["user"].get<bool>());
+  HookRecord record;
+  try {
+    record = readHookRecord(formats::JsonReader(raw).at("xprof_hook"), p.ops.size());
+  } catch (const FormatError& e) { // another build of the hook, or a damaged record
+    throw inputErrorAt(e, raw_path);
   }
-  std::map<int, std::vector<std::uint64_t>> wanted;
-  for (const auto& s : hook_doc["stacks"])
-    for (const auto& f : s["frames"]) {
-      const int m = f[0].get<int>();
-      if (m >= 0 && static_cast<std::size_t>(m) < modules.size() &&
-          user[static_cast<std::size_t>(m)])
-        wanted[m].push_back(f[1].get<std::uint64_t>());
-    }
-  std::map<int, std::map<std::uint64_t, std::vector<Symbol>>> symbols;
+  std::map<std::int64_t, std::vector<std::uint64_t>> wanted;
+  for (const auto& s : record.stacks)
+    for (const auto& f : s.frames)
+      if (f.module >= 0 && record.modules[static_cast<std::size_t>(f.module)].user)
+        wanted[f.module].push_back(f.offset);
+  std::map<std::int64_t, std::map<std::uint64_t, std::vector<Symbol>>> symbols;
   for (auto& [m, offsets] : wanted) {
     std::sort(offsets.begin(), offsets.end());
     offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-    symbols[m] = symbolize(symbolizer, modules[static_cast<std::size_t>(m)], offsets, tmp.path);
+    symbols[m] =
+        symbolize(symbolizer, record.modules[static_cast<std::size_t>(m)].path, offsets, tmp.path);
   }
   const std::string base = o.base_dir.empty() ? fs::current_path().string() : o.base_dir;
   std::size_t resolved = 0;
   SourceLines lines;
-  for (const auto& s : hook_doc["stacks"]) {
-    formats::Op& op = p.ops[s["op"].get<std::size_t>()];
+  for (const auto& s : record.stacks) {
+    formats::Op& op = p.ops[static_cast<std::size_t>(s.op)];
     const Symbol* site = nullptr;
-    for (const auto& f : s["frames"]) {
-      const int m = f[0].get<int>();
-      auto mod = symbols.find(m);
+    for (const auto& f : s.frames) {
+      auto mod = symbols.find(f.module);
       if (mod == symbols.end())
         continue;
-      auto at = mod->second.find(f[1].get<std::uint64_t>());
+      auto at = mod->second.find(f.offset);
       if (at == mod->second.end())
         continue;
       for (const Symbol& sym : at->second) // innermost inlined frame first
@@ -326,7 +323,7 @@ formats::Profile profileProgram(const RunOptions& o) {
     const std::string file = relativeTo(site->file, base);
     op.source = {file, site->line, site->col, lines.at(site->file, site->line)};
     op.scope = functionWithoutParameters(site->function);
-    if (s["shared_call"].get<bool>())
+    if (s.shared_call)
       continue; // several ops came out of one call: the expression's value is only the last
     op.anchor.file = file;
     op.anchor.function = op.scope;
