@@ -1,6 +1,6 @@
 # Registries that are the only list: a .def file names each entry once, and the sources are the
 # files it names. xalloc_sources_from_def(<out> <def> <macro> <dir>) reads each line
-# `<MACRO>(name, ...)` or `<MACRO>("name", ...)` of <def>, and sets <out> to <dir>/<name>.cpp
+# `<MACRO>(name, ...)` or `<MACRO>("name", ...)` of <def> (<macro> is a regular expression), and sets <out> to <dir>/<name>.cpp
 # (dashes as underscores), each once, in the order first named. CMake re-runs when <def> changes.
 function(xalloc_sources_from_def out def macro dir)
   file(STRINGS ${def} lines REGEX "^${macro}\\(")

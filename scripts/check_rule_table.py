@@ -9,12 +9,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DEF = ROOT / "scheduler" / "src" / "rules" / "rules.def"
 README = ROOT / "scheduler" / "README.md"
 ROWS = {"SYNC_RULE": "convert a value?", "REMOVE_RULE": "remove a conversion?",
-        "EDIT_RULE": "can the edit be made?"}
+        "KEEP_RULE": "a kept conversion: can it go anyway?",
+        "EDIT_RULE": "can the edit be made?", "OVERLAP_RULE": "two edits overlap: which goes?"}
 
 registry = {k: [] for k in ROWS}
 for line in DEF.read_text().splitlines():
-    m = re.match(r'^(SYNC_RULE|REMOVE_RULE|EDIT_RULE)\("([a-z0-9-]+)"', line)
+    m = re.match(r'^([A-Z]+_RULE)\("([a-z0-9-]+)"', line)
     if m:
+        if m.group(1) not in registry:
+            sys.exit(f"{DEF}: error: {m.group(1)} has no row in {README.name}'s table (ROWS)")
         registry[m.group(1)].append(m.group(2))
 bad = False
 text = README.read_text()

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <set>
+
+#include "rules/rule.h"
 
 namespace xalloc::scheduler {
 
@@ -108,21 +111,23 @@ void resolveOverlaps(const Profile& p, std::vector<Candidate>& cands,
           walk(c);
     return values;
   };
-  auto net = [](const Candidate& c) {
-    return c.saving - c.cost;
-  };
-  auto drop = [&](std::size_t loser, const Candidate& winner) {
-    for (std::size_t i : groups[group_of[loser]]) {
-      Decision& d = cands[i].decision;
-      if (d.action == formats::Action::None)
-        continue;
-      d.action = formats::Action::None;
-      d.reason = "overlaps the conversion of value " + std::to_string(winner.decision.value_id) +
-                 " (" + fmtMs(net(winner)) + " net), which was weighed through the ops that read " +
-                 "this one; this gains less (" + fmtMs(net(cands[i])) + " net)";
-      cands[i].can_async = false;
-      cands[i].rule = "overlap";
-    }
+  // The overlap rules (rules.def) say which of the two goes; the loser's edit group goes with it.
+  auto judge = [&](std::size_t a, std::size_t b) -> std::optional<std::size_t> {
+    for (const auto& rule : rules::overlapRules())
+      if (auto v = rule.check({cands[a], cands[b]})) {
+        const std::size_t loser = v->drop_through ? a : b;
+        for (std::size_t i : groups[group_of[loser]]) {
+          Decision& d = cands[i].decision;
+          if (d.action == formats::Action::None)
+            continue;
+          d.action = formats::Action::None;
+          d.reason = v->reason;
+          cands[i].can_async = false;
+          cands[i].rule = rule.name;
+        }
+        return loser;
+      }
+    return std::nullopt;
   };
   for (std::size_t a = 0; a < cands.size(); ++a) {
     if (cands[a].through.empty() || cands[a].decision.action == formats::Action::None)
@@ -132,11 +137,8 @@ void resolveOverlaps(const Profile& p, std::vector<Candidate>& cands,
       if (b == a || cands[b].decision.action == formats::Action::None ||
           !reached.count(cands[b].decision.value_id))
         continue;
-      if (net(cands[b]) > net(cands[a])) {
-        drop(a, cands[b]);
-        break;
-      }
-      drop(b, cands[a]);
+      if (judge(a, b) == a)
+        break; // a is gone: it reaches nothing any more
     }
   }
 }

@@ -559,6 +559,10 @@ TEST(Scheduler, AnExistingConversionIsFusedIntoItsPointwiseProducer) {
   const Schedule back = scheduleFromJson(toJson(s), "s.json");
   EXPECT_EQ(f.decisionFor(back, 11).fused_template_input, d.fused_template_input);
   EXPECT_EQ(f.decisionFor(back, 11).action, Action::Remove);
+  bool by_rule = false; // a registered keep rule (rules.def) took the kept conversion away
+  for (const auto& v : siteVerdicts(f.p, f.cost, SchedOptions{}))
+    by_rule |= v.value_id == 11 && std::string(v.rule) == "fuse-existing";
+  EXPECT_TRUE(by_rule);
 
   // Not within the noise, not beyond the tolerance, not when another op reads the input.
   Fixture noisy = f;

@@ -7,17 +7,27 @@
 
 namespace xalloc::scheduler::rules {
 
+// Each table is rules.def with one kind's macro defined and the others empty.
 #define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
 #define REMOVE_RULE(name, check) std::optional<Verdict> check(const RemoveSite&);
+#define KEEP_RULE(name, check) std::optional<Verdict> check(const Kept&);
 #define EDIT_RULE(name, check) std::optional<std::string> check(const Edited&);
+#define OVERLAP_RULE(name, check) std::optional<OverlapVerdict> check(const Overlap&);
 #include "rules.def"
 #undef SYNC_RULE
 #undef REMOVE_RULE
+#undef KEEP_RULE
 #undef EDIT_RULE
+#undef OVERLAP_RULE
 
-#define SYNC_RULE(name, check) {name, check},
+#define SYNC_RULE(name, check)
 #define REMOVE_RULE(name, check)
+#define KEEP_RULE(name, check)
 #define EDIT_RULE(name, check)
+#define OVERLAP_RULE(name, check)
+
+#undef SYNC_RULE
+#define SYNC_RULE(name, check) {name, check},
 const std::vector<Registered<SyncRule>>& syncRules() {
   static const std::vector<Registered<SyncRule>> rules = {
 #include "rules.def"
@@ -25,9 +35,9 @@ const std::vector<Registered<SyncRule>>& syncRules() {
   return rules;
 }
 #undef SYNC_RULE
-#undef REMOVE_RULE
-
 #define SYNC_RULE(name, check)
+
+#undef REMOVE_RULE
 #define REMOVE_RULE(name, check) {name, check},
 const std::vector<Registered<RemoveRule>>& removeRules() {
   static const std::vector<Registered<RemoveRule>> rules = {
@@ -36,9 +46,20 @@ const std::vector<Registered<RemoveRule>>& removeRules() {
   return rules;
 }
 #undef REMOVE_RULE
-#undef EDIT_RULE
-
 #define REMOVE_RULE(name, check)
+
+#undef KEEP_RULE
+#define KEEP_RULE(name, check) {name, check},
+const std::vector<Registered<KeepRule>>& keepRules() {
+  static const std::vector<Registered<KeepRule>> rules = {
+#include "rules.def"
+  };
+  return rules;
+}
+#undef KEEP_RULE
+#define KEEP_RULE(name, check)
+
+#undef EDIT_RULE
 #define EDIT_RULE(name, check) {name, check},
 const std::vector<Registered<EditRule>>& editRules() {
   static const std::vector<Registered<EditRule>> rules = {
@@ -46,9 +67,22 @@ const std::vector<Registered<EditRule>>& editRules() {
   };
   return rules;
 }
+#undef EDIT_RULE
+#define EDIT_RULE(name, check)
+
+#undef OVERLAP_RULE
+#define OVERLAP_RULE(name, check) {name, check},
+const std::vector<Registered<OverlapRule>>& overlapRules() {
+  static const std::vector<Registered<OverlapRule>> rules = {
+#include "rules.def"
+  };
+  return rules;
+}
 #undef SYNC_RULE
 #undef REMOVE_RULE
+#undef KEEP_RULE
 #undef EDIT_RULE
+#undef OVERLAP_RULE
 
 std::string withAllocation(double allocation_ms) {
   if (!(allocation_ms >= 0.0005))

@@ -1,7 +1,8 @@
 // xsched's per-site rules, clang-tidy style: each rule is a small check in a file of its own that
-// reads the facts of one site (measured and predicted once, by decide.cpp) and either gives a
+// reads the facts of one site (measured and predicted once, by site_facts.cpp) and either gives a
 // verdict with its reason or passes. They are registered in priority order in one place,
-// rules.def; the first verdict wins. Adding a rule is one file, one line in rules.def and its
+// rules.def; the first verdict wins. Adding a rule is one file, one line in rules.def (CMake
+// builds the files it names) and its
 // test (tests/unit/test_rules.cpp checks verdicts and which rule gave them, not the wording).
 #pragma once
 
@@ -26,6 +27,7 @@ enum class Carries {
   Gaining,    // the consumers the conversion serves, and the numbers
   Call,       // remove: the call's own time, nothing measured in the consumers
   Measured,   // remove: the consumers' time without the conversion, and the numbers
+  Fused,      // remove by fusing into the producer (Kept): what the fusion saves
 };
 
 struct Verdict {
@@ -120,6 +122,31 @@ struct RemoveSite {
   bool margin_is_floor = false;
 };
 
+/// A conversion the remove rules kept: its facts, and what its producer fused with it measured
+/// (ProducerFusion of its input: the producer writing row-major itself), measured by
+/// site_facts.cpp.
+struct Kept {
+  const RemoveSite& site;
+  const formats::Decision& kept; // the remove rules' verdict, action none
+  /// The input's producer can write row-major itself, and nothing else reads the input or
+  /// writes either value: a fusion is possible at all.
+  bool fusible = false;
+  bool within_tolerance = false; // the fused producer's outputs, against the tolerance
+  double gain = 0;               // ms per run the fusion saves (the producer's runs)
+  double margin = 0;             // what it must beat
+};
+
+/// Two edits made, `through` weighed through the ops that read `reached`'s value: each was
+/// measured with the other not made, so together they would count those ops twice.
+struct Overlap {
+  const Candidate& through;
+  const Candidate& reached;
+};
+struct OverlapVerdict {
+  bool drop_through; // which of the two goes (with the members of its edit group)
+  std::string reason;
+};
+
 /// A verdict that edits, on a site no edit can reach: "" to keep it, or the reason it stays.
 struct Edited {
   const formats::Profile& profile;
@@ -130,7 +157,9 @@ struct Edited {
 
 using SyncRule = std::optional<Verdict> (*)(const SyncSite&);
 using RemoveRule = std::optional<Verdict> (*)(const RemoveSite&);
+using KeepRule = std::optional<Verdict> (*)(const Kept&);
 using EditRule = std::optional<std::string> (*)(const Edited&);
+using OverlapRule = std::optional<OverlapVerdict> (*)(const Overlap&);
 
 template <class F> struct Registered {
   const char* name;
@@ -140,7 +169,9 @@ template <class F> struct Registered {
 /// The rules in priority order (rules.def).
 const std::vector<Registered<SyncRule>>& syncRules();
 const std::vector<Registered<RemoveRule>>& removeRules();
+const std::vector<Registered<KeepRule>>& keepRules();
 const std::vector<Registered<EditRule>>& editRules();
+const std::vector<Registered<OverlapRule>>& overlapRules();
 
 /// A site a conversion would not pay for: left alone, with the consumers it could serve kept for
 /// review; a veto when there are none (SyncSite::nothingToServe).
