@@ -23,9 +23,9 @@ double windowCapacity(const formats::IdleEvent& w, const SchedOptions& o) {
 
 } // namespace
 
-Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const SchedOptions& o) {
+Built buildProblem(const Profile& p, const Storages& st, const std::vector<Candidate>& cands,
+                   const std::vector<std::vector<std::size_t>>& groups, const SchedOptions& o) {
   Built b;
-  const Storages st = storagesOf(p);
   std::vector<std::int64_t> diff(static_cast<std::size_t>(st.positions) + 1, 0);
   for (const auto& [id, iv] : st.intervals) {
     diff[static_cast<std::size_t>(std::max<std::int64_t>(iv.first, 0))] += iv.bytes;
@@ -43,7 +43,7 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
       b.problem.window_capacity.push_back(windowCapacity(w, o));
     }
   b.site_of.resize(cands.size());
-  for (const auto& group : editGroups(p, cands)) {
+  for (const auto& group : groups) {
     const Candidate& c = cands[group.front()];
     Site site;
     site.options.push_back({static_cast<int>(Action::None), -1, 0, 0, {}});
@@ -95,15 +95,17 @@ Built buildProblem(const Profile& p, const std::vector<Candidate>& cands, const 
   return b;
 }
 
-std::int64_t smallestFeasiblePeak(const Profile& p, const std::vector<Candidate>& cands) {
+std::int64_t smallestFeasiblePeak(const Profile& p, const Storages& st,
+                                  const std::vector<Candidate>& cands,
+                                  const std::vector<std::vector<std::size_t>>& groups) {
   std::vector<Decision> plan;
-  std::int64_t best = predictedPeakBytes(p, plan);
-  for (const auto& group : editGroups(p, cands)) {
+  std::int64_t best = predictedPeakBytes(p, st, plan);
+  for (const auto& group : groups) {
     if (cands[group.front()].decision.action != Action::Remove)
       continue;
     for (std::size_t i : group)
       plan.push_back(cands[i].decision);
-    const std::int64_t peak = predictedPeakBytes(p, plan);
+    const std::int64_t peak = predictedPeakBytes(p, st, plan);
     if (peak < best)
       best = peak;
     else

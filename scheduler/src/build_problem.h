@@ -12,6 +12,7 @@
 #include "xalloc/scheduler/problem.h"
 
 #include "candidates.h"
+#include "memory_internal.h"
 
 namespace xalloc::scheduler {
 
@@ -21,11 +22,15 @@ struct Built {
   std::vector<std::size_t> site_of;     // candidate -> problem site
 };
 
-/// One site per edit group (editGroups); async options only in a plan for the fast form.
-Built buildProblem(const formats::Profile& p, const std::vector<Candidate>& cands,
-                   const SchedOptions& o);
+/// One site per edit group (`groups`, editGroups'); async options only in a plan for the fast
+/// form. `st`: the profile's storages (storagesOf), computed once by the caller.
+Built buildProblem(const formats::Profile& p, const Storages& st,
+                   const std::vector<Candidate>& cands,
+                   const std::vector<std::vector<std::size_t>>& groups, const SchedOptions& o);
 
 /// The least peak any plan reaches: no conversions, and each removal that lowers the peak.
-std::int64_t smallestFeasiblePeak(const formats::Profile& p, const std::vector<Candidate>& cands);
+std::int64_t smallestFeasiblePeak(const formats::Profile& p, const Storages& st,
+                                  const std::vector<Candidate>& cands,
+                                  const std::vector<std::vector<std::size_t>>& groups);
 
 } // namespace xalloc::scheduler

@@ -41,13 +41,14 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   auto& m = s.summary;
   for (const auto& op : p.ops)
     m.predicted_time_before_ms += op.duration_ms;
-  m.peak_bytes_before = predictedPeakBytes(p, {});
+  const Storages storages = storagesOf(p); // computed once, for every peak below
+  m.peak_bytes_before = predictedPeakBytes(p, storages, {});
   m.memory_budget_bytes = o.memory_budget_bytes;
   m.window_safety = o.window_safety;
   m.form = o.form;
   m.tolerance = o.tolerance;
   if (o.memory_budget_bytes && *o.memory_budget_bytes < m.peak_bytes_before) {
-    const std::int64_t least = smallestFeasiblePeak(p, cands);
+    const std::int64_t least = smallestFeasiblePeak(p, storages, cands, groups);
     if (*o.memory_budget_bytes < least)
       throw InputError("xsched", "memory budget " + std::to_string(*o.memory_budget_bytes) +
                                      " bytes is impossible: the smallest feasible budget is " +
@@ -55,7 +56,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
                                      std::to_string(m.peak_bytes_before) + " bytes)");
   }
 
-  Built built = buildProblem(p, cands, o);
+  Built built = buildProblem(p, storages, cands, groups, o);
   Solution sol = solve(built.problem, o.limits);
   m.solver = sol.method;
   m.optimal = sol.optimal;
@@ -110,7 +111,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   m.predicted_time_after_ms =
       m.predicted_time_before_ms - sol.gain + std::max(0.0, dropped_gain) - region_gain;
   m.predicted_time_bound_ms = m.predicted_time_before_ms - sol.bound;
-  m.peak_bytes_after = predictedPeakBytes(p, s.decisions);
+  m.peak_bytes_after = predictedPeakBytes(p, storages, s.decisions);
   XALLOC_EXPECTS(!o.memory_budget_bytes || m.peak_bytes_after <= *o.memory_budget_bytes,
                  "the plan's peak " + std::to_string(m.peak_bytes_after) +
                      " stays within the budget the solver enforced");

@@ -84,7 +84,12 @@ std::vector<MemDelta> removeDeltas(const Profile& p, const Storages& st, const D
 }
 
 std::int64_t predictedPeakBytes(const Profile& p, const std::vector<Decision>& decisions) {
-  Storages st = storagesOf(p);
+  return predictedPeakBytes(p, storagesOf(p), decisions);
+}
+
+std::int64_t predictedPeakBytes(const Profile& p, const Storages& base,
+                                const std::vector<Decision>& decisions) {
+  Storages st = base;
   std::vector<memplan::Interval> extra;
   for (const Decision& d : decisions) {
     if (d.action == Action::Sync || d.action == Action::Async) {

@@ -32,6 +32,10 @@ const formats::IdleEvent* findWindow(const formats::Profile& p, std::int64_t id)
 std::optional<memplan::Interval> copyInterval(const formats::Profile& p,
                                               const formats::Decision& d);
 
+/// predictedPeakBytes over storages computed once (storagesOf(p)).
+std::int64_t predictedPeakBytes(const formats::Profile& p, const Storages& base,
+                                const std::vector<formats::Decision>& decisions);
+
 /// Removing a conversion frees its output's storage and keeps its input alive until the
 /// output's last use.
 std::vector<MemDelta> removeDeltas(const formats::Profile& p, const Storages& st,
