@@ -1,6 +1,7 @@
 # formats' sources, relative to formats/: the one list, read by formats/CMakeLists.txt and by the
 # fuzzing build (fuzz/CMakeLists.txt), which compiles the readers again with the sanitizers.
 set(XALLOC_FORMATS_SOURCES
+  src/anchor_match.cpp
   src/common.cpp
   src/cost.cpp
   src/documents.cpp

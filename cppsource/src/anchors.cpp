@@ -15,13 +15,12 @@ std::size_t resolveAnchors(const std::vector<formats::Anchor*>& anchors,
   std::vector<bool> done(anchors.size(), false);
   std::size_t resolved = 0;
   const OnParsed resolve = [&](ASTContext& ctx, const std::string& given) {
-    auto wanted = [&](const std::string& real, const std::string& spelled) {
-      for (std::size_t i = 0; i < anchors.size(); ++i)
-        if (!done[i] && (sameFile(anchors[i]->file, real) || sameFile(anchors[i]->file, spelled)))
-          return true;
-      return false;
-    };
-    Collector c(ctx, wanted, given);
+    Collector c(ctx,
+                filesNamedBy(
+                    anchors.size(),
+                    [&](std::size_t i) -> const formats::Anchor& { return *anchors[i]; },
+                    [&](std::size_t i) { return !done[i]; }),
+                given);
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < anchors.size(); ++i) {
       formats::Anchor& a = *anchors[i];

@@ -15,22 +15,7 @@ namespace xalloc::cppsource {
 namespace fs = std::filesystem;
 
 std::string normalise(const std::string& text) {
-  std::string out;
-  bool space = false;
-  for (char c : text) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      space = !out.empty();
-      continue;
-    }
-    // Keep one space only between two identifier characters ("return x", not "a + b").
-    if (space && !out.empty() &&
-        (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_') &&
-        (std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
+  return formats::normaliseExpression(text);
 }
 
 std::string canonical(const std::string& path) {
@@ -174,15 +159,6 @@ bool runsOp(const std::string& callee, const std::string& op) {
   return callee == name;
 }
 
-// Whether the enclosing-function names agree: "forward" matches "Model::forward".
-bool sameFunction(const std::string& anchor, const std::string& qualified) {
-  if (anchor == qualified)
-    return true;
-  return qualified.size() > anchor.size() &&
-         qualified.compare(qualified.size() - anchor.size(), anchor.size(), anchor) == 0 &&
-         qualified[qualified.size() - anchor.size() - 1] == ':';
-}
-
 std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t col) {
   std::size_t off = 0;
   for (std::int64_t l = 1; l < line && off < content.size(); ++l) {
@@ -190,6 +166,81 @@ std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t
     off = nl == std::string::npos ? content.size() : nl + 1;
   }
   return off + static_cast<std::size_t>(std::max<std::int64_t>(col - 1, 0));
+}
+
+// The memory format a `.contiguous(...)` call makes: row-major with no argument or
+// MemoryFormat::Contiguous, channels-last with ChannelsLast(3d); nullopt for anything else (a
+// format computed at run time, or not a conversion).
+std::optional<formats::LayoutTarget> conversionTarget(const Expr* e) {
+  if (!e)
+    return std::nullopt;
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  if (!call || !call->getMethodDecl() || call->getMethodDecl()->getNameAsString() != "contiguous")
+    return std::nullopt;
+  if (call->getNumArgs() == 0 || isa<CXXDefaultArgExpr>(call->getArg(0)))
+    return formats::LayoutTarget::Contiguous;
+  const auto* ref = dyn_cast<DeclRefExpr>(call->getArg(0)->IgnoreImpCasts());
+  const std::string name = ref ? ref->getDecl()->getNameAsString() : "";
+  if (name == "Contiguous")
+    return formats::LayoutTarget::Contiguous;
+  if (name == "ChannelsLast")
+    return formats::LayoutTarget::ChannelsLast;
+  if (name == "ChannelsLast3d")
+    return formats::LayoutTarget::ChannelsLast3d;
+  return std::nullopt;
+}
+
+// Any `.contiguous(...)` call, whatever its argument.
+bool isConversionCall(const Expr* e) {
+  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
+  return call && call->getMethodDecl() && call->getMethodDecl()->getNameAsString() == "contiguous";
+}
+
+// What the rewrite appends for a target: `.contiguous()`, or with libtorch's memory format.
+std::string conversionText(formats::LayoutTarget t) {
+  switch (t) {
+  case formats::LayoutTarget::ChannelsLast:
+    return ".contiguous(at::MemoryFormat::ChannelsLast)";
+  case formats::LayoutTarget::ChannelsLast3d:
+    return ".contiguous(at::MemoryFormat::ChannelsLast3d)";
+  default:
+    return ".contiguous()";
+  }
+}
+
+TextMatch findByText(const Collector& c, const std::string& file, const std::string& content,
+                     const formats::Anchor& a) {
+  const std::string want = normalise(a.expr);
+  std::vector<const Candidate*> matches;
+  for (const auto& [key, list] : c.by_key_)
+    if (std::get<0>(key) == file && std::get<2>(key) == want &&
+        sameFunction(a.function, std::get<1>(key)))
+      for (const auto& cand : list)
+        matches.push_back(&cand);
+  std::sort(matches.begin(), matches.end(),
+            [](const Candidate* x, const Candidate* y) { return x->begin < y->begin; });
+  TextMatch m;
+  m.matches = matches.size();
+  const auto pick =
+      formats::pickAmongMatches(matches.size(), a.ordinal, a.line, [&](std::size_t i) {
+        return static_cast<std::int64_t>(
+            1 + std::count(content.begin(), content.begin() + matches[i]->begin, '\n'));
+      });
+  if (pick)
+    m.candidate = matches[*pick];
+  return m;
+}
+
+std::function<bool(const std::string&, const std::string&)>
+filesNamedBy(std::size_t count, std::function<const formats::Anchor&(std::size_t)> anchor,
+             std::function<bool(std::size_t)> open) {
+  return [count, anchor = std::move(anchor), open = std::move(open)](const std::string& real,
+                                                                     const std::string& spelled) {
+    for (std::size_t i = 0; i < count; ++i)
+      if (open(i) && (sameFile(anchor(i).file, real) || sameFile(anchor(i).file, spelled)))
+        return true;
+    return false;
+  };
 }
 
 // A position may be shared (GCC puts `a + f(b)` at its last `)`, which ends `f(b)` too): a call

@@ -1,7 +1,11 @@
-// rewriteCpp: anchors -> Clang AST expressions -> text edits. Compiled without RTTI, like LLVM.
+// rewriteCpp: anchors -> Clang AST expressions -> text edits (cpp_output.cpp turns them into
+// Clang's Replacements, the patched texts and clang-apply-replacements' YAML). Compiled without
+// RTTI, like LLVM.
 #include "xalloc/rewriter/cpp_rewrite.h"
 
 #include "xalloc/cppsource/ast.h"
+
+#include "cpp_output.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -19,9 +23,7 @@
 #include <clang/Lex/Lexer.h>
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/Core/Replacement.h>
-#include <clang/Tooling/ReplacementsYaml.h>
 #include <llvm/Support/Error.h>
-#include <llvm/Support/YAMLTraits.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "xalloc/error.h"
@@ -35,27 +37,6 @@ using namespace clang;
 namespace {
 
 using namespace cppsource;
-
-// The edits as Clang's Replacements, one set per file, in which overlapping edits are an error.
-// Insertions at one offset are first joined into one, the later-made first: each is made where
-// the text it precedes starts, so it comes before what was inserted there earlier
-// (`(a + b).contiguous()` gets its "(" after an inner call's wrapper opened at the same place).
-llvm::Expected<std::map<std::string, tooling::Replacements>>
-toReplacements(const std::vector<CppEdit>& edits) {
-  std::map<std::pair<std::string, unsigned>, std::string> inserts;
-  for (const auto& e : edits)
-    if (e.length == 0)
-      inserts[{e.file, e.offset}].insert(0, e.text);
-  std::map<std::string, tooling::Replacements> out;
-  for (const auto& [at, text] : inserts)
-    if (auto err = out[at.first].add(tooling::Replacement(at.first, at.second, 0, text)))
-      return err;
-  for (const auto& e : edits)
-    if (e.length > 0)
-      if (auto err = out[e.file].add(tooling::Replacement(e.file, e.offset, e.length, e.text)))
-        return err;
-  return out;
-}
 
 // Every reference to `var` inside `body`.
 class UseCollector : public RecursiveASTVisitor<UseCollector> {
@@ -72,46 +53,6 @@ private:
   const VarDecl* var_;
 };
 
-// The memory format a `.contiguous(...)` call makes: row-major with no argument or
-// MemoryFormat::Contiguous, channels-last with ChannelsLast(3d); nullopt for anything else (a
-// format computed at run time, or not a conversion).
-std::optional<formats::LayoutTarget> conversionTarget(const Expr* e) {
-  if (!e)
-    return std::nullopt;
-  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
-  if (!call || !call->getMethodDecl() || call->getMethodDecl()->getNameAsString() != "contiguous")
-    return std::nullopt;
-  if (call->getNumArgs() == 0 || isa<CXXDefaultArgExpr>(call->getArg(0)))
-    return formats::LayoutTarget::Contiguous;
-  const auto* ref = dyn_cast<DeclRefExpr>(call->getArg(0)->IgnoreImpCasts());
-  const std::string name = ref ? ref->getDecl()->getNameAsString() : "";
-  if (name == "Contiguous")
-    return formats::LayoutTarget::Contiguous;
-  if (name == "ChannelsLast")
-    return formats::LayoutTarget::ChannelsLast;
-  if (name == "ChannelsLast3d")
-    return formats::LayoutTarget::ChannelsLast3d;
-  return std::nullopt;
-}
-
-// Any `.contiguous(...)` call, whatever its argument.
-bool isConversionCall(const Expr* e) {
-  const auto* call = dyn_cast<CXXMemberCallExpr>(semantic(e));
-  return call && call->getMethodDecl() && call->getMethodDecl()->getNameAsString() == "contiguous";
-}
-
-// What the rewrite appends for a target: `.contiguous()`, or with libtorch's memory format.
-std::string conversionText(formats::LayoutTarget t) {
-  switch (t) {
-  case formats::LayoutTarget::ChannelsLast:
-    return ".contiguous(at::MemoryFormat::ChannelsLast)";
-  case formats::LayoutTarget::ChannelsLast3d:
-    return ".contiguous(at::MemoryFormat::ChannelsLast3d)";
-  default:
-    return ".contiguous()";
-  }
-}
-
 class Rewriter {
 public:
   Rewriter(const formats::Schedule& s, CppRewrite& out, bool async_calls)
@@ -119,15 +60,14 @@ public:
 
   void run(ASTContext& ctx, const std::string& given) {
     // Files to look in: the main file, and any header that a decision still open names.
-    auto wanted = [&](const std::string& real, const std::string& spelled) {
-      for (std::size_t i = 0; i < s_.decisions.size(); ++i)
-        if (!handled_.count(i) && s_.decisions[i].action != formats::Action::None &&
-            (sameFile(s_.decisions[i].anchor.file, real) ||
-             sameFile(s_.decisions[i].anchor.file, spelled)))
-          return true;
-      return false;
-    };
-    Collector c(ctx, wanted, given);
+    Collector c(ctx,
+                filesNamedBy(
+                    s_.decisions.size(),
+                    [&](std::size_t i) -> const formats::Anchor& { return s_.decisions[i].anchor; },
+                    [&](std::size_t i) {
+                      return !handled_.count(i) && s_.decisions[i].action != formats::Action::None;
+                    }),
+                given);
     collector_ = &c;
     c.TraverseDecl(ctx.getTranslationUnitDecl());
     for (std::size_t i = 0; i < s_.decisions.size(); ++i) {
@@ -228,40 +168,21 @@ public:
     return other;
   }
 
-  // The expression an anchor names: (file, function, text), then the ordinal, then the line.
+  // The expression an anchor names (cppsource::findByText), or a note saying why none.
   const Candidate* byText(const Collector& c, const std::string& file, const std::string& content,
                           const formats::Decision& d) {
-    const std::string want = normalise(d.anchor.expr);
-    std::vector<const Candidate*> matches;
-    for (const auto& [key, list] : c.by_key_)
-      if (std::get<0>(key) == file && std::get<2>(key) == want &&
-          sameFunction(d.anchor.function, std::get<1>(key)))
-        for (const auto& cand : list)
-          matches.push_back(&cand);
-    std::sort(matches.begin(), matches.end(),
-              [](const Candidate* a, const Candidate* b) { return a->begin < b->begin; });
-    if (matches.empty()) {
+    const TextMatch m = findByText(c, file, content, d.anchor);
+    if (m.candidate)
+      return m.candidate;
+    if (m.matches == 0) {
       note(d.anchor, file,
            "not found: no `" + d.anchor.expr + "` of type at::Tensor in " + d.anchor.function,
            d.action != formats::Action::Remove);
       ++out_.not_found;
       return nullptr;
     }
-    if (d.anchor.ordinal >= 0 && static_cast<std::size_t>(d.anchor.ordinal) < matches.size())
-      return matches[static_cast<std::size_t>(d.anchor.ordinal)];
-    // The ordinal does not fit (the function changed): the line hint decides, if unique.
-    // The ordinal comes first, so edits above the site (an added #include) move nothing.
-    const Candidate* by_line = nullptr;
-    int count = 0;
-    for (const Candidate* m : matches)
-      if (lineOf(content, m->begin) == d.anchor.line) {
-        by_line = m;
-        ++count;
-      }
-    if (count == 1)
-      return by_line;
     note(d.anchor, file,
-         "ambiguous: " + std::to_string(matches.size()) + " `" + d.anchor.expr + "` in " +
+         "ambiguous: " + std::to_string(m.matches) + " `" + d.anchor.expr + "` in " +
              d.anchor.function + " and ordinal " + std::to_string(d.anchor.ordinal) +
              " does not pick one",
          true);
@@ -289,10 +210,6 @@ public:
   const std::set<std::size_t>& handled() const { return handled_; }
 
 private:
-  static std::int64_t lineOf(const std::string& content, unsigned offset) {
-    return 1 + std::count(content.begin(), content.begin() + offset, '\n');
-  }
-
   // Reported at the anchor's position in `file`.
   void note(const formats::Anchor& a, const std::string& file, const std::string& msg,
             bool warning) {
@@ -566,36 +483,8 @@ CppRewrite rewriteCpp(const formats::Schedule& schedule, const std::vector<std::
                          true});
     ++out.skipped;
   }
-  // Apply each file's Replacements to its text (every decision's were checked as it was made).
-  auto replacements = toReplacements(out.edits);
-  if (!replacements)
-    throw LogicError("overlapping C++ edits: " + llvm::toString(replacements.takeError()));
-  for (const auto& [file, reps] : *replacements) {
-    std::string text = readFile(file);
-    out.before[file] = text;
-    auto after = tooling::applyAllReplacements(text, reps);
-    if (!after)
-      throw LogicError(file + ": edits do not apply: " + llvm::toString(after.takeError()));
-    out.after[file] = std::move(*after);
-  }
+  applyEdits(out);
   return out;
-}
-
-std::string exportFixesYaml(const CppRewrite& r) {
-  // clang-apply-replacements' format, written by Clang's own YAML traits (ReplacementsYaml.h).
-  tooling::TranslationUnitReplacements doc;
-  doc.MainSourceFile = r.edits.empty() ? std::string() : r.edits.front().file;
-  auto replacements = toReplacements(r.edits);
-  if (!replacements)
-    throw LogicError("overlapping C++ edits: " + llvm::toString(replacements.takeError()));
-  for (const auto& [file, reps] : *replacements)
-    doc.Replacements.insert(doc.Replacements.end(), reps.begin(), reps.end());
-  std::string yaml;
-  llvm::raw_string_ostream os(yaml);
-  llvm::yaml::Output out(os);
-  out << doc;
-  os.flush();
-  return yaml;
 }
 
 } // namespace xalloc::rewriter

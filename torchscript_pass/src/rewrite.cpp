@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/formats/anchor_match.h"
 #include "xalloc/tspass/constants.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
@@ -155,18 +156,19 @@ private:
     r.message = std::move(msg);
   }
 
-  // The unique op at an anchor. When several match (should not happen), the line hint decides.
+  // The unique op at an anchor. When several match (should not happen: the ordinal is part of
+  // the match), the one tie-break of both sides decides (formats::pickAmongMatches): a unique
+  // line hint.
   Node* resolve(const Anchor& a, std::string* why) const {
     auto nodes = index_.findByAnchor(a);
     if (nodes.empty()) {
       *why = "no " + a.op + " at " + a.describe();
       return nullptr;
     }
-    if (nodes.size() == 1)
-      return nodes.front();
-    for (Node* n : nodes)
-      if (index_.anchor(index_.opId(n)).line == a.line)
-        return n;
+    if (auto pick = formats::pickAmongMatches(nodes.size(), -1, a.line, [&](std::size_t i) {
+          return index_.anchor(index_.opId(nodes[i])).line;
+        }))
+      return nodes[*pick];
     *why = std::to_string(nodes.size()) + " ops match " + a.describe();
     return nullptr;
   }

@@ -23,7 +23,9 @@
 #include <clang/Lex/Lexer.h>
 #include <clang/Tooling/CompilationDatabase.h>
 
+#include "xalloc/formats/anchor_match.h"
 #include "xalloc/formats/common.h"
+#include "xalloc/formats/enums.h"
 
 namespace xalloc::cppsource {
 
@@ -46,14 +48,21 @@ bool isTensorType(QualType t);
 const Expr* semantic(const Expr* e);
 /// A plain `.contiguous()` call (no explicit memory format).
 bool isContiguousCall(const Expr* e);
+/// The memory format a `.contiguous(...)` call makes: row-major with no argument or
+/// MemoryFormat::Contiguous, channels-last with ChannelsLast(3d); nullopt for anything else (a
+/// format computed at run time, or not a conversion).
+std::optional<formats::LayoutTarget> conversionTarget(const Expr* e);
+/// Any `.contiguous(...)` call, whatever its argument.
+bool isConversionCall(const Expr* e);
+/// What a rewrite appends for a target: `.contiguous()`, or with libtorch's memory format.
+std::string conversionText(formats::LayoutTarget t);
 /// Postfix expressions take `.contiguous()` without parentheses.
 bool isPostfix(const Expr* e);
 /// What a call is called, in aten's words where it is an operator: `a + b` -> "add".
 std::string calleeName(const Expr* e);
 /// Whether a call by that name runs the op: "transpose" runs aten::transpose.
 bool runsOp(const std::string& callee, const std::string& op);
-/// Whether the enclosing-function names agree: "forward" matches "Model::forward".
-bool sameFunction(const std::string& anchor, const std::string& qualified);
+using formats::sameFunction; // "forward" matches "Model::forward" (anchor_match.h)
 
 struct Candidate {
   const Expr* expr;
@@ -214,6 +223,22 @@ std::size_t offsetOf(const std::string& content, std::int64_t line, std::int64_t
 /// The smallest call of type at::Tensor whose text covers the anchor's line:col (see the .cpp).
 Found findByPosition(const Collector& c, const std::string& file, const std::string& content,
                      const formats::Anchor& a);
+
+/// The expression an anchor with text names: (file, function, text) matched, then the one
+/// tie-break (formats::pickAmongMatches: the ordinal, else a unique line hint). `matches` is how
+/// many (file, function, text) matched: 0 is not found, more with no candidate is ambiguous.
+struct TextMatch {
+  const Candidate* candidate = nullptr;
+  std::size_t matches = 0;
+};
+TextMatch findByText(const Collector& c, const std::string& file, const std::string& content,
+                     const formats::Anchor& a);
+
+/// The Collector's file filter for a set of anchors: a file is wanted when an anchor still open
+/// (`open(i)`) names it by its real or its spelled path.
+std::function<bool(const std::string& real, const std::string& spelled)>
+filesNamedBy(std::size_t count, std::function<const formats::Anchor&(std::size_t)> anchor,
+             std::function<bool(std::size_t)> open);
 
 /// What to do with each parsed translation unit; `given` is the file's name as the user gave
 /// it, made absolute before Clang changes to the compile command's folder.
