@@ -40,6 +40,7 @@
 #include "xalloc/threads.h"
 
 #include "downstream.h"
+#include "export.h"
 #include "replay.h"
 #include "stacks.h"
 #include "values.h"
@@ -61,23 +62,6 @@ int envInt(const char* name, int fallback) {
 }
 
 // ---- the recorder ---------------------------------------------------------------------------
-
-struct Frame {
-  int module = -1; // index into modules_, -1 when no loaded object holds it
-  std::uintptr_t offset = 0;
-};
-
-struct Site {
-  std::string kind;
-  std::vector<int> frames; // indices into frames_, innermost first
-  bool user = false;       // some frame is the program's own code
-  std::int64_t calls = 0;
-  std::int64_t recorded = 0;
-  std::int64_t id = -1; // op id once recorded (first-recorded order)
-  std::vector<double> ms, cpu_ms, gap_ms;
-  std::vector<std::int64_t> inputs, outputs; // value ids (of the first recorded call)
-  bool shared_call = false;                  // another site's op ran in the same user call instance
-};
 
 struct Ctx : at::ObserverContext {
   Clock::time_point t0;
@@ -326,37 +310,7 @@ public:
     std::lock_guard<std::mutex> lock(mu_);
     fmt::Profile p;
     xalloc::profiler::HookRecord record;
-    double clock = 0;
-    for (Site* s : order_) {
-      fmt::Op op;
-      op.id = s->id;
-      op.kind = s->kind;
-      const auto d = prof::summarize(s->ms);
-      // The program's run is one run: a site's time is all its calls together, as a model's op
-      // in a loop; the timeline (and its idle windows) is laid out per call.
-      op.runs = std::max<std::int64_t>(1, s->calls);
-      op.duration_ms = d.median_ms * static_cast<double>(op.runs);
-      op.duration_spread_ms = d.iqr_ms * static_cast<double>(op.runs);
-      op.noisy = prof::isNoisy(d);
-      const double cpu = prof::summarize(s->cpu_ms).median_ms;
-      op.utilization = d.median_ms > 0 ? std::clamp(cpu / (d.median_ms * cores_), 0.0, 1.0) : 0.0;
-      const double gap = s->gap_ms.empty() ? 0.0 : prof::summarize(s->gap_ms).median_ms;
-      clock += op.id == 0 ? 0.0 : gap;
-      op.start_ms = clock;
-      clock += d.median_ms;
-      op.inputs = s->inputs;
-      op.outputs = s->outputs;
-      p.ops.push_back(op);
-      xalloc::profiler::HookRecord::Stack st;
-      st.op = op.id;
-      for (int f : s->frames)
-        st.frames.push_back({frames_[static_cast<std::size_t>(f)].module,
-                             frames_[static_cast<std::size_t>(f)].offset});
-      st.calls = s->calls;
-      st.recorded = s->recorded;
-      st.shared_call = s->shared_call;
-      record.stacks.push_back(std::move(st));
-    }
+    summarizeSites(order_, frames_, cores_, p, record);
     p.records = values_.finish();
     downstream_.attach(p.records);
     p.conversion_cost_table = conversions_;
