@@ -9,7 +9,7 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/api/module.h>
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::bench {
 

@@ -5,7 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/rewriter/text_diff.h"
 #include "xalloc/scheduler/decide.h"

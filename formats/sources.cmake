@@ -2,7 +2,7 @@
 # fuzzing build (fuzz/CMakeLists.txt), which compiles the readers again with the sanitizers.
 set(XALLOC_FORMATS_SOURCES
   src/anchor_match.cpp
-  src/common.cpp
+  src/types.cpp
   src/cost.cpp
   src/documents.cpp
   src/json_reader.cpp

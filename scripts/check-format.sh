@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || { echo "check-format: clang-format not installed, skipped"; exit 77; }
 # tests/cpp_rewrite holds golden inputs for xrewrite --cpp: their exact text and line numbers are
 # the fixture, so they are left as written.
-find common formats memplan costfit scheduler runtime torchscript_pass cppsource profiler rewriter \
+find common formats memplan costfit scheduler runtime tspass cppsource profiler rewriter \
   samples tests bench fuzz \
   -path tests/cpp_rewrite -prune -o \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' \) -print0 |
   xargs -0 clang-format --dry-run --Werror

@@ -15,7 +15,7 @@ memplan: common formats memplan
 costfit: common formats costfit
 scheduler: common formats costfit memplan scheduler
 runtime: common runtime
-torchscript_pass: common formats tspass runtime
+tspass: common formats tspass runtime
 cppsource: common formats cppsource
 profiler: common formats tspass runtime cppsource profiler
 rewriter: common formats tspass runtime cppsource rewriter
@@ -56,7 +56,7 @@ find $folders -name CMakeLists.txt | sort | xargs awk -v allowed="$allowed" '
     for (i = 1; i <= n; ++i)
       if (split(lines[i], kv, ": ") == 2) ok[kv[1]] = " " kv[2] " "
   }
-  function partOf(folder) { return folder == "torchscript_pass" ? "tspass" : folder }
+  function partOf(folder) { return folder }
   {
     folder = FILENAME; sub(/\/.*/, "", folder)
     line = $0; sub(/#.*/, "", line)

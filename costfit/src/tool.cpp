@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/costfit/stride.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"

@@ -1,7 +1,7 @@
 // The async conversion runtime's CUDA backend (built with XALLOC_WITH_CUDA, where libtorch has
 // CUDA).
 //
-// contiguous_async on a CUDA tensor, with the stream rules of DESIGN.md:
+// contiguous_async on a CUDA tensor, with these stream rules (runtime/README.md):
 //   1. The output is allocated on the launching (producer's current) stream, so the caching
 //      allocator ties its block to the stream that will read it.
 //   2. An event is recorded on the producer's stream and one of a small fixed set of

@@ -3,7 +3,7 @@
 // the noise margin; and the statistics they rest on. decide_sites.cpp hands them to the rules.
 #pragma once
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/formats/profile.h"
 #include "xalloc/scheduler/decide.h"
 

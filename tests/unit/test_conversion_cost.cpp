@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temp_path.h"
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 #include "xalloc/profiler/conversion_cost.h"
 #include "xalloc/profiler/timing_db.h"
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/costfit/stride.h"
 #include "xalloc/formats/documents.h"
 

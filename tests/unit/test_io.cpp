@@ -104,4 +104,3 @@ TEST(Io, OneWriterForEveryOutput) {
   EXPECT_FALSE(fs::exists(temp));
   fs::remove_all(dir);
 }
-

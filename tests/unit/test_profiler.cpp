@@ -16,7 +16,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"

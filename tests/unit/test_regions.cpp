@@ -97,7 +97,7 @@ RegionCandidate candidate(LayoutTarget t, bool packed = false) {
 
 } // namespace
 
-// formats' rows and torchscript_pass's objects are one table: each row has its object, in the
+// formats' rows and tspass's objects are one table: each row has its object, in the
 // same order, and every name a document may carry parses back to its own row.
 TEST(RegionLayouts, TraitsRowsAndLayoutObjectsAreOneTable) {
   const auto& rows = formats::regionLayoutTraits();

@@ -2,7 +2,7 @@
 // the safety rules, the memory budget, and the predicted peak.
 #include <gtest/gtest.h>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/scheduler/decide.h"

@@ -1,4 +1,4 @@
-// torchscript_pass on small graphs built in C++ (Module::define): anchors, the sync and remove
+// tspass on small graphs built in C++ (Module::define): anchors, the sync and remove
 // edits, idempotence, safety refusals, and conversions whose consumers sit in nested blocks.
 #include <cstring>
 

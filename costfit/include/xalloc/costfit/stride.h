@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 #include "xalloc/formats/cost.h"
 
 namespace xalloc::costfit {

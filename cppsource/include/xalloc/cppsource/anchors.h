@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::cppsource {
 

@@ -24,8 +24,8 @@
 #include <clang/Tooling/CompilationDatabase.h>
 
 #include "xalloc/formats/anchor_match.h"
-#include "xalloc/formats/common.h"
 #include "xalloc/formats/enums.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::cppsource {
 

@@ -1,7 +1,7 @@
 // cost.json: the fitted conversion cost model and the measurements it was fitted on.
 #pragma once
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::formats {
 

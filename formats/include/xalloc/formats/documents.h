@@ -63,7 +63,7 @@ private:
   std::vector<nlohmann::json> docs_;
 };
 
-/// Writes a tool's own document (DESIGN.md, "Pipes"):
+/// Writes a tool's own document (docs/usage.md, "Pipes, exit codes, errors"):
 ///  - output is a path: the document alone, indented, written atomically;
 ///  - output is "-": the document alone on stdout, one line;
 ///  - output is "": stream mode: `passthrough` documents, then the document, one per line.

@@ -1,6 +1,6 @@
 // What the documents know of each region layout, without libtorch: its name, which regions it
 // fits, whether it needs the runtime. One row per layout (layout_traits.cpp); the layout itself
-// (how it is applied, how to tell it is applied already) is torchscript_pass's RegionLayout of
+// (how it is applied, how to tell it is applied already) is tspass's RegionLayout of
 // the same name. The profiler's candidate list, the readers' validity checks and the names in
 // reports all read this table.
 #pragma once

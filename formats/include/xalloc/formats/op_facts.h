@@ -2,7 +2,7 @@
 // per question the tools ask (ONNX Runtime's transpose optimizer keeps one handler per op kind in
 // one table the same way). The profiler, the scheduler's rules and the graph rewriter read it;
 // where the answer depends on an op's arguments (dropout in training, the tanh GELU), the
-// graph side's handlers (torchscript_pass/layout_families.cpp) refine the row.
+// graph side's handlers (tspass/layout_families.cpp) refine the row.
 #pragma once
 
 #include <string_view>
@@ -10,7 +10,7 @@
 
 namespace xalloc::formats {
 
-/// How a layout passes through an op (layout regions: torchscript_pass/regions.h).
+/// How a layout passes through an op (layout regions: tspass/regions.h).
 enum class OpFamily {
   None,   // fixes or changes the layout (view, permute, flatten, layer_norm, ...)
   Conv,   // aten::conv2d / conv3d: input 0 is the activation, weight and bias parameters

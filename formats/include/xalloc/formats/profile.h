@@ -1,10 +1,10 @@
-// profile.json: what xprof measured about one model run (DESIGN.md, "Documents").
+// profile.json: what xprof measured about one model run (docs/architecture.md, "The documents").
 #pragma once
 
 #include <map>
 
-#include "xalloc/formats/common.h"
 #include "xalloc/formats/region.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::formats {
 

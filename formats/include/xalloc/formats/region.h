@@ -12,9 +12,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "xalloc/formats/common.h"
 #include "xalloc/formats/enums.h"
 #include "xalloc/formats/layout_traits.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::formats {
 

@@ -1,8 +1,8 @@
 // schedule.json: one decision per conversion site, and what the scheduler predicts they achieve.
 #pragma once
 
-#include "xalloc/formats/common.h"
 #include "xalloc/formats/region.h"
+#include "xalloc/formats/types.h"
 
 namespace xalloc::formats {
 

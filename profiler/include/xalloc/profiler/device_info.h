@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 #include "xalloc/threads.h"
 
 namespace xalloc::profiler {

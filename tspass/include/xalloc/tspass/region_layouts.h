@@ -1,4 +1,4 @@
-// The region layouts as objects, one file each (torchscript_pass/src/layouts/<name>.cpp, listed
+// The region layouts as objects, one file each (tspass/src/layouts/<name>.cpp, listed
 // in layouts.def): what it fits and what it needs (its formats::LayoutTraits row, of the same
 // name), how it is applied to a region, and how to tell it is applied already. The profiler
 // takes its candidates from this table and the rewriter applies them through it; neither knows

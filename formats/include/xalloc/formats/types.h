@@ -1,5 +1,6 @@
 // Types shared by the three documents: layouts, source locations and anchors, the model and
-// device descriptions, ops, idle windows and measured conversion costs (field names: DESIGN.md).
+// device descriptions, ops, idle windows and measured conversion costs (their fields:
+// formats/schema/).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// How a layout passes through each op family (STYLE.md: ONNX Runtime's transpose optimizer has a
+// How a layout passes through each op family (as ONNX Runtime's transpose optimizer keeps a
 // handler per op kind). An op of a family accepts its activation inputs in any layout and makes
 // its outputs in that layout (ATen's kernels suggest the input's memory format for their output),
 // with the same values: such ops form layout regions (regions.h). The table is data; the region

@@ -1,6 +1,8 @@
-// The classic conversion cost model, cost_ms ~= alpha * numel + beta * ndim + gamma, fitted by
-// least squares (Eigen) per device and dtype group, its held-out accuracy, and predictions that
-// never beat the measured copy bandwidth.
+// The conversion cost model as xcost fits it and xsched reads it: the classic model (cost_ms ~=
+// alpha * numel + beta * ndim + gamma, least squares per device and dtype group) and its held-out
+// accuracy, fitCost (the classic and the stride-aware fits of stride.h, and the measured table),
+// and CostPredictor, which picks the model per layout and never beats the measured copy
+// bandwidth.
 #pragma once
 
 #include <map>

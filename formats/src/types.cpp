@@ -1,5 +1,5 @@
 // JSON mapping of the shared types (layouts, anchors, ops, ...) and layout arithmetic.
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 
 #include <cmath>
 #include <map>

@@ -1,5 +1,5 @@
 // Least-squares fit of the classic model, k-fold validation, and table-or-model prediction.
-#include "xalloc/costfit/classic.h"
+#include "xalloc/costfit/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 
 namespace torch::jit {
 struct Graph;

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "xalloc/formats/common.h"
+#include "xalloc/formats/types.h"
 #include "xalloc/tspass/source_info.h"
 
 namespace torch::jit {
