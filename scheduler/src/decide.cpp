@@ -93,14 +93,15 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   // decision about an op of a region that changes layout is the region's to make.
   double region_gain = 0, dropped_gain = 0;
   const auto regions = decideRegions(p, o, gainFloor(p, o));
+  const ChosenRegions chosen(regions); // their ops indexed once, for every decision below
   for (auto& d : s.decisions) {
-    std::int64_t region = 0;
-    if (d.action != Action::None && insideChosenRegion(d, p, regions, &region)) {
+    std::optional<std::int64_t> region;
+    if (d.action != Action::None && (region = chosen.regionOf(d, p))) {
       dropped_gain += d.predicted_saving_ms - d.predicted_cost_ms;
       d.action = Action::None;
       d.window_id.reset();
       d.fused_template_input.reset();
-      d.reason = "inside layout region " + std::to_string(region) +
+      d.reason = "inside layout region " + std::to_string(*region) +
                  ", which runs in another layout as a whole";
     }
   }

@@ -134,29 +134,32 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
   return out;
 }
 
-bool insideChosenRegion(const formats::Decision& value_decision, const formats::Profile& p,
-                        const std::vector<RegionVerdict>& regions, std::int64_t* region_id) {
-  const formats::Op* producer = p.findOp(value_decision.producer);
-  std::vector<const formats::Anchor*> anchors;
-  if (producer)
-    anchors.push_back(&producer->anchor);
-  for (auto id : value_decision.consumers)
-    if (const formats::Op* op = p.findOp(id))
-      anchors.push_back(&op->anchor);
-  for (const auto& r : regions) {
-    if (r.decision.action != Action::Sync || !r.decision.region)
-      continue;
-    // The op kind aside: a linear the profile saw exposed (its k-th t, matmul and add) is the
-    // k-th aten::linear of the same source here.
-    for (const auto* a : anchors)
+ChosenRegions::ChosenRegions(const std::vector<RegionVerdict>& regions) {
+  for (const auto& r : regions)
+    if (r.decision.action == Action::Sync && r.decision.region)
       for (const auto& n : r.decision.region->nodes)
-        if (a->file == n.file && a->function == n.function && a->expr == n.expr &&
-            a->ordinal == n.ordinal) {
-          *region_id = r.decision.region->id;
-          return true;
-        }
-  }
-  return false;
+        by_site_.emplace(std::make_tuple(n.file, n.function, n.expr, n.ordinal),
+                         r.decision.region->id);
+}
+
+std::optional<std::int64_t> ChosenRegions::regionOf(const formats::Decision& value_decision,
+                                                    const formats::Profile& p) const {
+  if (by_site_.empty())
+    return std::nullopt;
+  auto find = [&](std::int64_t op_id) -> std::optional<std::int64_t> {
+    const formats::Op* op = p.findOp(op_id);
+    if (!op)
+      return std::nullopt;
+    const auto& a = op->anchor;
+    auto it = by_site_.find(std::make_tuple(a.file, a.function, a.expr, a.ordinal));
+    return it == by_site_.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
+  };
+  if (auto r = find(value_decision.producer))
+    return r;
+  for (auto id : value_decision.consumers)
+    if (auto r = find(id))
+      return r;
+  return std::nullopt;
 }
 
 } // namespace xalloc::scheduler

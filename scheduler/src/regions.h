@@ -2,6 +2,11 @@
 // layout, or left as it is with the reason.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "xalloc/formats/profile.h"
@@ -19,10 +24,20 @@ struct RegionVerdict {
 std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedOptions& o,
                                          double floor_ms);
 
-/// True when a value decision's producer or consumers are ops of a region chosen to run in
-/// another layout (the region's rewrite decides those ops); sets the region's id.
-bool insideChosenRegion(const formats::Decision& value_decision, const formats::Profile& p,
-                        const std::vector<RegionVerdict>& regions, std::int64_t* region_id);
+/// The ops of the regions chosen to run in another layout, indexed once by their site (file,
+/// function, expression, ordinal; the op kind aside: a linear the profile saw exposed, its k-th
+/// t, matmul and add, is the k-th aten::linear of the same source in the frozen graph).
+class ChosenRegions {
+public:
+  explicit ChosenRegions(const std::vector<RegionVerdict>& regions);
+  /// The region a value decision's producer or one of its consumers belongs to (the region's
+  /// rewrite decides those ops); nullopt when none.
+  std::optional<std::int64_t> regionOf(const formats::Decision& value_decision,
+                                       const formats::Profile& p) const;
+
+private:
+  std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t> by_site_;
+};
 
 /// "1.2e-06"
 std::string fmtSci(double x);
