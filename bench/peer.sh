@@ -10,15 +10,17 @@
 # as users load them (bench/python_peers.py): the original, the TorchScript peer, ONNX Runtime
 # (exported with torch.onnx.export; npm's onnxruntime-node, installed by scripts/install-ort.sh)
 # and ours, interleaved, with p50, p90 and each one's error; a contender beyond the tolerance is
-# marked WRONG.
+# marked WRONG. Then each contender alone in PROCESSES fresh Python processes (python_peers.py
+# --processes): the p50 of each process, how far they spread, p90 and resident memory.
 #
-#   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 make bench-peer
+#   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 PROCESSES=5 make bench-peer
 set -euo pipefail
 BIN=${BIN:-build/bin}
 SAMPLES=${SAMPLES:-build/samples}
 OUT=${OUT:-data/tmp/bench-peer}
 RUNS=${RUNS:-30}
 THREADS=${THREADS:-1}
+PROCESSES=${PROCESSES:-5}
 BATCHES=${BATCHES:-1}
 MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t shufflenet_v2_x1_0 regnet_y_400mf"}
 SAMPLE_MODELS=${SAMPLE_MODELS:-"minigpt smallcnn"}
@@ -47,6 +49,10 @@ run_one() { # run_one NAME MODEL.pt
   "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" \
     --rounds "$RUNS" --threads "$THREADS" --json "$d/python.json"
   python_results+=("$d/python.json")
+  if [[ $PROCESSES -gt 0 ]]; then
+    "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" \
+      --rounds "$RUNS" --threads "$THREADS" --processes "$PROCESSES" --json "$d/processes.json"
+  fi
 }
 for b in $BATCHES; do
   # shellcheck disable=SC2086

@@ -4,6 +4,14 @@ in a Python process that loaded them as users do (torch.jit.load, glibc's malloc
 
 Usage: /usr/bin/python3 bench/python_peers.py --original M.pt --ours M.opt.pt [--onnx M.onnx]
            [--shape 1x3x224x224] [--rounds 30] [--threads 1] [--json OUT.json]
+           [--processes 5]
+
+--processes N: each contender alone in N fresh processes instead (a process per contender and
+try, the contenders' turns rotating), as a server starts: it loads its one model, warms up, and
+times --rounds calls. For each contender: the median over processes of each one's p50, the
+lowest and highest p50 (steady when within 10% of each other), the median p90, and the
+process's resident memory after its runs and at its peak (ONNX Runtime: its Node.js process).
+Errors are measured from each process's output against the original's.
 
 The input is the example input the model stores (xalloc/example_inputs.json: shape, dtype and
 range), or a float32 tensor of --shape; one input (ONNX Runtime is given float32 only).
@@ -37,6 +45,10 @@ def parse():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json")
+    p.add_argument("--processes", type=int, default=0,
+                   help="time each contender alone in this many fresh processes")
+    p.add_argument("--child", help=argparse.SUPPRESS)  # one contender, in a process of its own
+    p.add_argument("--child-output", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.shape:
         try:
@@ -45,6 +57,8 @@ def parse():
             p.error(f"--shape {a.shape!r}: expected sizes such as 1x3x224x224")
     if a.rounds < 10:
         p.error("--rounds must be at least 10")
+    if a.processes and a.processes < 2:
+        p.error("--processes must be at least 2")
     return a
 
 
@@ -156,6 +170,111 @@ def example_input():
     return torch.randn(spec["shape"])
 
 
+def memory_mib(pid="self"):
+    """Resident memory now and at its peak (VmRSS, VmHWM), MiB."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) / 1024
+    return fields.get("VmRSS", 0.0), fields.get("VmHWM", 0.0)
+
+
+def child():
+    """One contender alone in this process: load, warm up, time, report one JSON line."""
+    torch.set_num_threads(args.threads)
+    x = example_input()
+    import time
+    name = args.child
+    with tempfile.TemporaryDirectory() as work, torch.no_grad():
+        if name == "onnxruntime":
+            ort = OrtPeer(args.onnx, x, args.threads, work)
+            run, pid = ort.run, ort.proc.pid
+        else:
+            if name == "original":
+                m = torch.jit.load(args.original).eval()
+            elif name == "peer":
+                m = torch.jit.optimize_for_inference(
+                    torch.jit.freeze(torch.jit.load(args.original).eval()))
+            else:
+                m = xalloc.load(args.ours)
+            pid = "self"
+
+            def run():
+                t0 = time.perf_counter()
+                m(x)
+                return (time.perf_counter() - t0) * 1e3
+        for _ in range(args.warmup):
+            run()
+        ts = sorted(run() for _ in range(args.rounds))
+        rss, peak = memory_mib(pid)
+        y = ort.output() if name == "onnxruntime" else m(x)
+        torch.save(leaves(y), args.child_output)
+        if name == "onnxruntime":
+            ort.close()
+    print(json.dumps({"p50": ts[len(ts) // 2], "p90": ts[min(len(ts) - 1, (9 * len(ts)) // 10)],
+                      "rss_mib": rss, "peak_mib": peak}))
+
+
+def processes():
+    """Each contender alone in --processes fresh processes, their turns rotating."""
+    names = ["original", "peer"] + (["onnxruntime"] if args.onnx else []) + ["ours"]
+    base = [sys.executable, os.path.abspath(__file__), "--original", args.original, "--ours",
+            args.ours, "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--threads",
+            str(args.threads)] + (["--onnx", args.onnx] if args.onnx else []) + \
+        (["--shape", "x".join(map(str, args.shape))] if args.shape else [])
+    runs = {n: [] for n in names}
+    errors = {}
+    with tempfile.TemporaryDirectory() as work:
+        outputs = {}
+        for k in range(args.processes):
+            order = names[k % len(names):] + names[:k % len(names)]
+            for n in order:
+                out = os.path.join(work, f"{n}.{k}.pt")
+                r = subprocess.run(base + ["--child", n, "--child-output", out],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise SystemExit(f"python_peers.py: error: {n} in a fresh process: "
+                                     f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
+                runs[n].append(json.loads(r.stdout.strip().splitlines()[-1]))
+                outputs.setdefault(n, []).append(out)
+        ref = torch.load(outputs["original"][0])
+        for n in names:
+            errors[n] = max(output_error(ref, torch.load(o)) for o in outputs[n])
+
+    def median(v):
+        v = sorted(v)
+        return v[len(v) // 2]
+    rows = []
+    orig = median([r["p50"] for r in runs["original"]])
+    for n in names:
+        p50s = [r["p50"] for r in runs[n]]
+        rows.append({"name": n, "median_ms": median(p50s), "p50_min_ms": min(p50s),
+                     "p50_max_ms": max(p50s), "spread": max(p50s) / min(p50s) - 1,
+                     "p90_ms": median([r["p90"] for r in runs[n]]),
+                     "rss_mib": median([r["rss_mib"] for r in runs[n]]),
+                     "peak_mib": median([r["peak_mib"] for r in runs[n]]),
+                     "vs_original": orig / median(p50s), "max_error": errors[n],
+                     "wrong": not errors[n] <= 1e-4})
+    model = os.path.basename(args.original).removesuffix(".pt")
+    print(f"{model}: {args.processes} fresh processes per contender, {args.rounds} calls each, "
+          f"{args.threads} thread(s), in Python")
+    print(f"  {'contender':<12} {'p50 ms':>8} {'p50 range':>15} {'spread':>7} {'p90 ms':>8} "
+          f"{'RSS MiB':>8} {'peak':>7} {'vs original':>11} {'max error':>10}")
+    for r in rows:
+        rng = f"{r['p50_min_ms']:.3f}-{r['p50_max_ms']:.3f}"
+        print(f"  {r['name']:<12} {r['median_ms']:>8.3f} {rng:>15} {100 * r['spread']:>6.1f}% "
+              f"{r['p90_ms']:>8.3f} {r['rss_mib']:>8.1f} {r['peak_mib']:>7.1f} "
+              f"{r['vs_original']:>10.2f}x {r['max_error']:>10.1e}"
+              f"{'  WRONG' if r['wrong'] else ''}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.original, "threads": args.threads, "rounds": args.rounds,
+                       "processes": args.processes, "contenders": rows, "runs": runs}, f,
+                      indent=1, sort_keys=True)
+
+
 def main():
     torch.set_num_threads(args.threads)
     x = example_input()
@@ -213,4 +332,9 @@ def main():
                        "contenders": rows}, f, indent=1, sort_keys=True)
 
 
-main()
+if args.child:
+    child()
+elif args.processes:
+    processes()
+else:
+    main()
