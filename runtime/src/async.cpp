@@ -19,14 +19,14 @@
 #include "xalloc/runtime/output_alloc.h"
 #include "xalloc/runtime/worker_pool.h"
 
+#include "env_count.h"
+
 namespace xalloc::runtime {
 
 namespace {
 
 int workersFromEnvironment() {
-  const char* v = std::getenv("XALLOC_ASYNC_WORKERS");
-  const int n = v ? std::atoi(v) : 1;
-  return std::clamp(n, 1, 64);
+  return static_cast<int>(envCount("XALLOC_ASYNC_WORKERS", 1, 1, 64, "worker threads"));
 }
 
 WorkerPool& pool() {

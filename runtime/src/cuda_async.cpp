@@ -43,6 +43,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "cuda_transpose.h"
+#include "env_count.h"
 #include "transpose.h"
 
 namespace xalloc::runtime::cuda {
@@ -50,9 +51,7 @@ namespace xalloc::runtime::cuda {
 namespace {
 
 int streamsFromEnvironment() {
-  const char* v = std::getenv("XALLOC_CUDA_STREAMS");
-  const int n = v ? std::atoi(v) : 2;
-  return std::clamp(n, 1, 16);
+  return static_cast<int>(envCount("XALLOC_CUDA_STREAMS", 2, 1, 16, "side streams"));
 }
 
 /// The side streams of a device: taken once from libtorch's high-priority pool and used round

@@ -24,6 +24,8 @@
 
 #include "xalloc/torch_compat.h"
 
+#include "env_count.h"
+
 namespace xalloc::runtime {
 
 namespace {
@@ -39,8 +41,8 @@ struct Mapping {
 std::atomic<std::int64_t> g_mapped{0};
 
 std::size_t cacheLimit() {
-  const char* v = std::getenv("XALLOC_OUTPUT_CACHE_MB");
-  return v ? static_cast<std::size_t>(std::max(0L, std::atol(v))) << 20 : std::size_t{256} << 20;
+  // 0 turns the cache off; at most 1 TiB.
+  return envCount("XALLOC_OUTPUT_CACHE_MB", 256, 0, std::size_t{1} << 20, "MiB") << 20;
 }
 
 // Freed mappings waiting for an output of their size. Never destroyed (outputs may be freed

@@ -13,6 +13,7 @@
 
 #include <ATen/ATen.h>
 
+#include "env_count.h"
 #include "packed_checks.h"
 
 #ifdef XALLOC_WITH_DNNL
@@ -63,16 +64,7 @@ std::size_t packedCacheCapacity() {
   std::size_t c = g_cache_capacity.load();
   if (c != 0)
     return c;
-  c = 8;
-  if (const char* v = std::getenv("XALLOC_PACKED_CACHE"); v && *v) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    TORCH_CHECK(*v != '-' && *end == '\0' && errno == 0 && n >= 1 && n <= kMaxCache,
-                "XALLOC_PACKED_CACHE=", v, ": expected a whole number of input shapes from 1 to ",
-                kMaxCache);
-    c = static_cast<std::size_t>(n);
-  }
+  c = envCount("XALLOC_PACKED_CACHE", 8, 1, kMaxCache, "input shapes");
   g_cache_capacity.store(c);
   return c;
 }

@@ -3,7 +3,9 @@
 // at once, errors reach the waiter, and the TorchScript op runs in a scripted graph.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -14,6 +16,8 @@
 #include <torch/script.h>
 
 #include "xalloc/runtime/async.h"
+
+#include "../../runtime/src/env_count.h"
 #include "xalloc/runtime/install.h"
 #include "xalloc/runtime/output_alloc.h"
 #include "xalloc/scheduler/decide.h"
@@ -251,4 +255,30 @@ TEST(Async, LargeOutputsReuseTheirMappingsUnlessAnAllocatorIsInstalled) {
     EXPECT_GE(stats()["allocated_bytes.all.current"] - before, 6.0 * (1 << 20));
     EXPECT_TRUE(sameBits(c, src.t().contiguous()));
   }
+}
+
+// The runtime's numeric variables (XALLOC_ASYNC_WORKERS, XALLOC_OUTPUT_CACHE_MB,
+// XALLOC_PACKED_CACHE, XALLOC_CUDA_STREAMS) are read one way: a whole number in range, the
+// default when unset or empty, and anything else one error naming the variable and the range.
+TEST(RuntimeEnv, NumbersAreWholeAndInRangeOrOneError) {
+  const char* name = "XALLOC_TEST_COUNT";
+  ::unsetenv(name);
+  EXPECT_EQ(xalloc::runtime::envCount(name, 7, 1, 64, "workers"), 7u);
+  ::setenv(name, "", 1);
+  EXPECT_EQ(xalloc::runtime::envCount(name, 7, 1, 64, "workers"), 7u);
+  ::setenv(name, "12", 1);
+  EXPECT_EQ(xalloc::runtime::envCount(name, 7, 1, 64, "workers"), 12u);
+  for (const char* bad :
+       {"abc", "-1", "+3", " 8", "8x", "1e3", "0", "65", "99999999999999999999"}) {
+    ::setenv(name, bad, 1);
+    try {
+      xalloc::runtime::envCount(name, 7, 1, 64, "workers");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const c10::Error& e) {
+      const std::string what = e.what_without_backtrace();
+      EXPECT_NE(what.find(std::string(name) + "=" + bad), std::string::npos) << what;
+      EXPECT_NE(what.find("from 1 to 64"), std::string::npos) << what;
+    }
+  }
+  ::unsetenv(name);
 }
