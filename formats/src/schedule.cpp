@@ -9,6 +9,7 @@
 
 #include "xalloc/error.h"
 #include "xalloc/formats/json_reader.h"
+#include "xalloc/formats/layout_traits.h"
 
 namespace xalloc::formats {
 
@@ -123,10 +124,12 @@ Decision readDecision(const JsonReader& r) {
   d.packed = r.getBool("packed", false);
   if (auto g = r.find("region"))
     d.region = readRegionRef(*g);
-  if (d.packed && (!d.region || (d.target != LayoutTarget::ChannelsLast &&
-                                 d.target != LayoutTarget::Contiguous)))
+  if (d.packed && !d.region)
+    r.at("packed").fail("packed weights belong to a region decision");
+  if (d.region && !layoutTraits(d.target, d.packed)) // the region layouts' table says which
     r.at("packed").fail("packed weights belong to a region decision whose activations are "
-                        "channels_last (convolutions) or contiguous (linears)");
+                        "channels_last (convolutions) or contiguous (linears), not " +
+                        std::string(toString(d.target)));
   if (d.region && (d.action == Action::Async || d.action == Action::Remove))
     r.at("action").fail("a region decision is 'sync' (run the region in its target) or 'none'");
   if (auto f = r.find("fused_into_producer")) {
