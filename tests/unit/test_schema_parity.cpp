@@ -13,6 +13,8 @@
 #include "schema_check.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/formats/layout_traits.h"
+#include "xalloc/formats/region.h"
 #include "xalloc/scheduler/decide.h"
 
 using namespace xalloc;
@@ -177,4 +179,32 @@ TEST(SchemaParity, BadDocumentsAreRefusedByBoth) {
     EXPECT_FALSE(schemas().errors(doc).empty()) << "the schema accepts " << m.what;
     EXPECT_FALSE(readerAccepts(doc)) << "the reader accepts " << m.what;
   }
+}
+
+// The region layouts a schedule may name are the rows of the layouts table (layout_traits.cpp):
+// for every (target, packed) pair, the schema and the reader both accept a region decision
+// exactly when the table has that layout, so a new row and the schemas cannot drift apart.
+TEST(SchemaParity, RegionDecisionsNameTheLayoutsOfTheTable) {
+  const json base = writtenDocuments()[2];
+  RegionRef ref;
+  ref.id = 0;
+  ref.convolutions = 1;
+  ref.nodes = {{"m.py", "Net.forward", "self.conv(x)", "aten::conv2d", 0, 3, 9}};
+  for (const auto& [target, name] : EnumNames<LayoutTarget>::table)
+    for (bool packed : {false, true}) {
+      json doc = base;
+      json d = doc["decisions"][0];
+      d.erase("fused_into_producer");
+      d.erase("window_id");
+      d["action"] = "sync";
+      d["region"] = toJson(ref);
+      d["target"] = name;
+      d["packed"] = packed;
+      doc["decisions"].push_back(d);
+      const bool layout = layoutTraits(target, packed) != nullptr;
+      EXPECT_EQ(schemas().errors(doc).empty(), layout)
+          << name << (packed ? "+packed" : "") << ": "
+          << ::testing::PrintToString(schemas().errors(doc));
+      EXPECT_EQ(readerAccepts(doc), layout) << name << (packed ? "+packed" : "");
+    }
 }
