@@ -1,4 +1,4 @@
-// The rules' registry: rules.def, in priority order, turned into the three tables.
+// The rules' registry: rules.def, in priority order, turned into one table per kind.
 #include "rule.h"
 
 #include <set>
@@ -7,7 +7,6 @@
 
 namespace xalloc::scheduler::rules {
 
-// Each table is rules.def with one kind's macro defined and the others empty.
 #define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
 #define REMOVE_RULE(name, check) std::optional<Verdict> check(const RemoveSite&);
 #define KEEP_RULE(name, check) std::optional<Verdict> check(const Kept&);
@@ -20,59 +19,62 @@ namespace xalloc::scheduler::rules {
 #undef EDIT_RULE
 #undef OVERLAP_RULE
 
-#define SYNC_RULE(name, check)
-#define REMOVE_RULE(name, check)
-#define KEEP_RULE(name, check)
-#define EDIT_RULE(name, check)
-#define OVERLAP_RULE(name, check)
+// Each table is rules.def read with its own kind's lines taken and every other kind's skipped.
+#define XALLOC_SKIP(name, check)
+#define XALLOC_TAKE(name, check) {name, check},
+#define SYNC_RULE XALLOC_SKIP
+#define REMOVE_RULE XALLOC_SKIP
+#define KEEP_RULE XALLOC_SKIP
+#define EDIT_RULE XALLOC_SKIP
+#define OVERLAP_RULE XALLOC_SKIP
 
-#undef SYNC_RULE
-#define SYNC_RULE(name, check) {name, check},
 const std::vector<Registered<SyncRule>>& syncRules() {
+#undef SYNC_RULE
+#define SYNC_RULE XALLOC_TAKE
   static const std::vector<Registered<SyncRule>> rules = {
 #include "rules.def"
   };
+#undef SYNC_RULE
+#define SYNC_RULE XALLOC_SKIP
   return rules;
 }
-#undef SYNC_RULE
-#define SYNC_RULE(name, check)
 
-#undef REMOVE_RULE
-#define REMOVE_RULE(name, check) {name, check},
 const std::vector<Registered<RemoveRule>>& removeRules() {
+#undef REMOVE_RULE
+#define REMOVE_RULE XALLOC_TAKE
   static const std::vector<Registered<RemoveRule>> rules = {
 #include "rules.def"
   };
+#undef REMOVE_RULE
+#define REMOVE_RULE XALLOC_SKIP
   return rules;
 }
-#undef REMOVE_RULE
-#define REMOVE_RULE(name, check)
 
-#undef KEEP_RULE
-#define KEEP_RULE(name, check) {name, check},
 const std::vector<Registered<KeepRule>>& keepRules() {
+#undef KEEP_RULE
+#define KEEP_RULE XALLOC_TAKE
   static const std::vector<Registered<KeepRule>> rules = {
 #include "rules.def"
   };
+#undef KEEP_RULE
+#define KEEP_RULE XALLOC_SKIP
   return rules;
 }
-#undef KEEP_RULE
-#define KEEP_RULE(name, check)
 
-#undef EDIT_RULE
-#define EDIT_RULE(name, check) {name, check},
 const std::vector<Registered<EditRule>>& editRules() {
+#undef EDIT_RULE
+#define EDIT_RULE XALLOC_TAKE
   static const std::vector<Registered<EditRule>> rules = {
 #include "rules.def"
   };
+#undef EDIT_RULE
+#define EDIT_RULE XALLOC_SKIP
   return rules;
 }
-#undef EDIT_RULE
-#define EDIT_RULE(name, check)
 
-#undef OVERLAP_RULE
-#define OVERLAP_RULE(name, check) {name, check},
 const std::vector<Registered<OverlapRule>>& overlapRules() {
+#undef OVERLAP_RULE
+#define OVERLAP_RULE XALLOC_TAKE
   static const std::vector<Registered<OverlapRule>> rules = {
 #include "rules.def"
   };
@@ -83,6 +85,8 @@ const std::vector<Registered<OverlapRule>>& overlapRules() {
 #undef KEEP_RULE
 #undef EDIT_RULE
 #undef OVERLAP_RULE
+#undef XALLOC_SKIP
+#undef XALLOC_TAKE
 
 std::string withAllocation(double allocation_ms) {
   if (!(allocation_ms >= 0.0005))
