@@ -36,6 +36,18 @@ std::int64_t schemaVersion(DocKind kind) {
   return 0;
 }
 
+std::int64_t oldestSchemaVersion(DocKind kind) {
+  switch (kind) {
+  case DocKind::Profile:
+    return kProfileOldestVersion;
+  case DocKind::Cost:
+    return kCostVersion;
+  case DocKind::Schedule:
+    return kScheduleOldestVersion;
+  }
+  return 0;
+}
+
 namespace {
 
 std::string lineCol(std::string_view text, std::size_t offset) {
@@ -172,10 +184,14 @@ void checkEnvelope(const nlohmann::json& doc, DocKind kind) {
               std::to_string(kScheduleVersion) +
               ", where every decision names the layout it makes): run xsched again on the "
               "profile");
-  if (version != schemaVersion(kind))
+  const std::int64_t oldest = oldestSchemaVersion(kind), newest = schemaVersion(kind);
+  if (version < oldest || version > newest)
     r.at("schema_version")
         .fail("unsupported schema_version " + std::to_string(version) + " of '" + schema +
-              "' (this build reads version " + std::to_string(schemaVersion(kind)) + ")");
+              "' (this build reads version " +
+              (oldest == newest ? std::to_string(newest)
+                                : std::to_string(oldest) + " to " + std::to_string(newest)) +
+              ")");
 }
 
 namespace {

@@ -36,4 +36,11 @@ const LayoutTraits* layoutTraits(std::string_view name) {
   return nullptr;
 }
 
+std::string regionLayoutNames() {
+  std::string out;
+  for (const auto& t : regionLayoutTraits())
+    out += (out.empty() ? "'" : ", '") + std::string(t.name) + "'";
+  return out;
+}
+
 } // namespace xalloc::formats

@@ -10,32 +10,42 @@ namespace xalloc::formats {
 
 using nlohmann::json;
 
-const LayoutTraits& RegionCandidate::traits() const {
-  const LayoutTraits* t = layoutTraits(target, packed);
-  XALLOC_EXPECTS(t, "a region candidate is a layout of layout_traits.cpp");
-  return *t;
-}
-
-bool RegionCandidate::needsRuntime() const {
-  return traits().needs_runtime;
-}
-
-std::string RegionCandidate::name() const {
-  return traits().name;
+RegionCandidate candidateOf(const LayoutTraits& traits) {
+  RegionCandidate c;
+  c.layout = &traits;
+  return c;
 }
 
 std::optional<RegionCandidate> parseCandidateName(const std::string& name) {
   const LayoutTraits* t = layoutTraits(name);
   if (!t)
     return std::nullopt;
-  RegionCandidate c;
-  c.target = t->target;
-  c.packed = t->packed;
-  return c;
+  return candidateOf(*t);
+}
+
+const LayoutTraits& readRegionLayout(const JsonReader& r, const char* name_key) {
+  if (auto n = r.find(name_key)) {
+    std::string name = n->toString();
+    const LayoutTraits* t = layoutTraits(name);
+    if (!t)
+      n->fail("no region layout is named '" + name + "' (the layouts: " + regionLayoutNames() +
+              ")");
+    return *t;
+  }
+  // Profile version 1, schedule version 2: a layout was its activations' memory format and
+  // whether its weights were packed.
+  LayoutTarget target = r.at("target").toEnum<LayoutTarget>();
+  bool packed = r.getBool("packed", false);
+  const LayoutTraits* t = layoutTraits(target, packed);
+  if (!t)
+    (r.find("packed") ? r.at("packed") : r.at("target"))
+        .fail("no region layout is " + std::string(toString(target)) +
+              (packed ? " with packed weights" : " without packed weights"));
+  return *t;
 }
 
 json toJson(const RegionCandidate& c) {
-  json j{{"target", toString(c.target)}, {"packed", c.packed}, {"measured", c.measured}};
+  json j{{"layout", c.name()}, {"measured", c.measured}};
   if (c.measured) {
     j["time_ms"] = roundMs(c.time_ms);
     j["spread_ms"] = roundMs(c.spread_ms);
@@ -53,12 +63,7 @@ json toJson(const RegionCandidate& c) {
 }
 
 RegionCandidate readRegionCandidate(const JsonReader& r) {
-  RegionCandidate c;
-  c.target = r.at("target").toEnum<LayoutTarget>();
-  c.packed = r.getBool("packed", false);
-  if (!layoutTraits(c.target, c.packed))
-    r.at("packed").fail("no region layout is " + std::string(toString(c.target)) +
-                        (c.packed ? " with packed weights" : " without packed weights"));
+  RegionCandidate c = candidateOf(readRegionLayout(r, "layout"));
   c.measured = r.getBool("measured", false);
   if (c.measured) {
     c.time_ms = r.at("time_ms").toNonNegative();
@@ -116,9 +121,10 @@ Region readRegion(const JsonReader& r) {
   r.at("candidates").forEach([&](const JsonReader& e) {
     g.candidates.push_back(readRegionCandidate(e));
   });
-  if (g.candidates.empty() || g.candidates[0].target != LayoutTarget::Contiguous ||
-      g.candidates[0].packed)
-    r.at("candidates").fail("the first candidate is the region as it is ('contiguous')");
+  if (g.candidates.empty() || !g.candidates[0].asIs())
+    r.at("candidates")
+        .fail(std::string("the first candidate is the region as it is ('") +
+              regionLayoutTraits().front().name + "')");
   g.note = r.getString("note", "");
   return g;
 }

@@ -86,10 +86,10 @@ json toJson(const Decision& d) {
   j["layout"] = toJson(d.layout);
   j["reason"] = d.reason;
   j["target"] = toString(d.target);
-  if (d.packed)
-    j["packed"] = true;
-  if (d.region)
+  if (d.region) {
     j["region"] = toJson(*d.region);
+    j["region_layout"] = d.region_layout->name;
+  }
   if (d.fused_template_input)
     j["fused_into_producer"] = {{"template_input", *d.fused_template_input}};
   return j;
@@ -121,15 +121,17 @@ Decision readDecision(const JsonReader& r) {
     d.layout = readLayout(*l);
   d.reason = r.getString("reason", "");
   d.target = r.at("target").toEnum<LayoutTarget>();
-  d.packed = r.getBool("packed", false);
-  if (auto g = r.find("region"))
+  if (auto g = r.find("region")) {
     d.region = readRegionRef(*g);
-  if (d.packed && !d.region)
+    d.region_layout = &readRegionLayout(r, "region_layout"); // the layouts' table says which
+    if (d.region_layout->target != d.target)
+      r.at("target").fail("region layout '" + std::string(d.region_layout->name) + "' runs in " +
+                          toString(d.region_layout->target) + ", not " + toString(d.target));
+  } else if (r.find("region_layout")) {
+    r.at("region_layout").fail("a region layout belongs to a region decision");
+  } else if (r.getBool("packed", false)) {
     r.at("packed").fail("packed weights belong to a region decision");
-  if (d.region && !layoutTraits(d.target, d.packed)) // the region layouts' table says which
-    r.at("packed").fail("packed weights belong to a region decision whose activations are "
-                        "channels_last (convolutions) or contiguous (linears), not " +
-                        std::string(toString(d.target)));
+  }
   if (d.region && (d.action == Action::Async || d.action == Action::Remove))
     r.at("action").fail("a region decision is 'sync' (run the region in its target) or 'none'");
   if (auto f = r.find("fused_into_producer")) {
@@ -146,6 +148,12 @@ Decision readDecision(const JsonReader& r) {
 }
 
 } // namespace
+
+void Decision::setRegion(RegionRef ref, const LayoutTraits& layout) {
+  region = std::move(ref);
+  region_layout = &layout;
+  target = layout.target;
+}
 
 json toJson(const Schedule& s) {
   json j;

@@ -48,7 +48,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
     RegionVerdict v;
     Decision& d = v.decision;
     d.action = Action::None;
-    d.region = g.ref;
+    d.setRegion(g.ref, g.candidates.front().traits());
     d.anchor = g.ref.nodes.front();
     if (const formats::Op* op = profileOpFor(p, d.anchor)) {
       d.producer = op->id;
@@ -115,8 +115,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
     d.predicted_saving_ms = best ? best_gain : 0;
     if (best) {
       d.action = Action::Sync;
-      d.target = best->target;
-      d.packed = best->packed;
+      d.setRegion(g.ref, best->traits());
       d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as " + best->name() +
                  ": " + fmtMs(as_is.time_ms) + " -> " + fmtMs(as_is.time_ms - best_gain) +
                  " measured with its " + std::to_string(g.entries.size()) + " entry and " +

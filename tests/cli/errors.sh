@@ -117,7 +117,7 @@ expect_error 2 "scaled\.pt: error: 'forward' takes input 'n' of type int, but wa
 # Malformed documents: the position or the JSON Pointer of the problem.
 head -c 300 "$WORK/profile.json" >"$WORK/truncated.json"
 expect_error 2 'truncated\.json:[0-9]+:[0-9]+: error: malformed JSON' -- xcost "$WORK/truncated.json" -o "$WORK/c.json"
-sed 's/"schema_version": 1/"schema_version": 7/' "$WORK/profile.json" >"$WORK/v7.json"
+sed 's/"schema_version": 2/"schema_version": 7/' "$WORK/profile.json" >"$WORK/v7.json"
 expect_error 2 'v7\.json: /schema_version: error: unsupported schema_version 7' -- xcost "$WORK/v7.json"
 schema_rejects "$WORK/v7.json"
 expect_error 2 "cost\.json: /schema: error: unknown schema 'xalloc.cost', expected 'xalloc.profile'" -- xcost "$WORK/cost.json"

@@ -21,11 +21,11 @@ assert len(convs) == 1 and len(linears) == 1, [(r["id"], len(r["nodes"])) for r 
 r = convs[0]
 kinds = [n["op"] for n in r["nodes"]]
 assert kinds.count("aten::conv2d") == 5 and "aten::linear" not in kinds, kinds
-names = [c["target"] + ("+packed" if c["packed"] else "") for c in r["candidates"]]
+names = [c["layout"] for c in r["candidates"]]
 assert names[0] == "contiguous" and "channels_last" in names and "blocked" in names, names
 for c in r["candidates"]:
     assert c["measured"], c
-    if c["target"] != "contiguous" or c["packed"]:
+    if c["layout"] != "contiguous":
         # Every candidate computes the same values, within a reordered sum.
         assert c["identical_output"] or c["output_error"] < 1e-5, c
 PY
@@ -46,7 +46,9 @@ best = min(region["candidates"][1:], key=lambda c: c["time_ms"])
 for d in s["decisions"]:
     if d.get("region", {}).get("id") == region["id"]:
         assert len(d["region"]["nodes"]) == len(region["nodes"])
-        d["action"], d["target"], d["packed"] = "sync", best["target"], best["packed"]
+        # A region layout's activations are in the memory format its name starts with.
+        d["action"], d["region_layout"] = "sync", best["layout"]
+        d["target"] = best["layout"].partition("+")[0]
 json.dump(s, open(sys.argv[3], "w"))
 PY
 xrewrite "$model" -s "$WORK/forced.json" --freeze -o "$WORK/out.pt" --diff >"$WORK/diff.txt" 2>"$WORK/err.txt" ||
@@ -68,10 +70,10 @@ for cand in channels_last channels_last+packed blocked; do
   python3 - "$WORK/forced.json" "$WORK/$cand.json" "$cand" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-target, _, packed = sys.argv[3].partition("+")
 for d in s["decisions"]:
     if d.get("region") and d["region"]["convolutions"] > 0:
-        d["action"], d["target"], d["packed"] = "sync", target, bool(packed)
+        d["action"], d["region_layout"] = "sync", sys.argv[3]
+        d["target"] = sys.argv[3].partition("+")[0]
 json.dump(s, open(sys.argv[2], "w"))
 PY
   xrewrite "$model" -s "$WORK/$cand.json" --freeze -o "$WORK/$cand.pt" -q || fail "$cand: xrewrite"
@@ -93,7 +95,7 @@ regions = {r["id"]: r for r in p["regions"]}
 for d in s["decisions"]:
     if d.get("region") and d["action"] == "sync":
         c = next(c for c in regions[d["region"]["id"]]["candidates"]
-                 if c["target"] == d["target"] and c["packed"] == d.get("packed", False))
+                 if c["layout"] == d["region_layout"])
         assert c["identical_output"], c
 PY
 # (xrewrite --freeze --exact refuses TinyCNN whatever the plan: folding its batch norms changes
@@ -105,18 +107,17 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 r = next(r for r in p["regions"] if r["convolutions"] > 0)
 moving = [c for c in r["candidates"] if c["measured"] and not c["identical_output"]]
-print(moving[0]["target"] + ("+packed" if moving[0]["packed"] else "") if moving else "")
+print(moving[0]["layout"] if moving else "")
 PY
 )
 if [[ -n "$moved" ]]; then
-  target=${moved%+packed}
-  packed=false; [[ "$moved" == *+packed ]] && packed=true
-  python3 - "$WORK/forced.json" "$WORK/moving.json" "$target" "$packed" <<'PY'
+  python3 - "$WORK/forced.json" "$WORK/moving.json" "$moved" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 for d in s["decisions"]:
     if d.get("region") and d["region"]["convolutions"] > 0:
-        d["action"], d["target"], d["packed"] = "sync", sys.argv[3], sys.argv[4] == "true"
+        d["action"], d["region_layout"] = "sync", sys.argv[3]
+        d["target"] = sys.argv[3].partition("+")[0]
 json.dump(s, open(sys.argv[2], "w"))
 PY
   expect_error 2 'differ from the original.s by .* more than the tolerance 1.0e-12; nothing was written' -- \
@@ -130,7 +131,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 s["schema_version"] = 1
 for d in s["decisions"]:
-    d.pop("target", None); d.pop("region", None); d.pop("packed", None)
+    d.pop("target", None); d.pop("region", None); d.pop("region_layout", None)
 json.dump(s, open(sys.argv[2], "w"))
 PY
 expect_error 2 'v1.json: /schema_version: .*before layout targets.*run xsched again' -- \
@@ -138,6 +139,18 @@ expect_error 2 'v1.json: /schema_version: .*before layout targets.*run xsched ag
 [[ ! -e "$WORK/v1.pt" ]] || fail "an old schedule wrote a model"
 expect_error 2 "/decisions/[0-9]+/target: error: expected 'contiguous', 'channels_last'" -- \
   bash -c "sed 's/\"target\": *\"channels_last\"/\"target\": \"nhwc\"/' '$WORK/forced.json' > '$WORK/bad.json' && sed -i 's/\"target\": *\"contiguous\"/\"target\": \"nhwc\"/' '$WORK/bad.json' && xrewrite '$model' -s '$WORK/bad.json' --freeze -o '$WORK/bad.pt'"
+# A region layout the table does not have: one line naming the field and the layouts there are.
+python3 - "$WORK/forced.json" "$WORK/fancy.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+for d in s["decisions"]:
+    if d.get("region"):
+        d["region_layout"], d["target"] = "channels_last+fancy", "channels_last"
+json.dump(s, open(sys.argv[2], "w"))
+PY
+expect_error 2 "fancy.json: /decisions/[0-9]+/region_layout: error: no region layout is named 'channels_last\+fancy' \(the layouts: 'contiguous'" -- \
+  xrewrite "$model" -s "$WORK/fancy.json" --freeze -o "$WORK/fancy.pt"
+[[ ! -e "$WORK/fancy.pt" ]] || fail "a schedule naming an unknown layout wrote a model"
 # A conversion fused into its pointwise producer: xprof times it, a forced `sync` marked fused
 # makes the producer write a row-major buffer itself (no aten::contiguous), bit for bit under
 # --exact, and a second run finds it done.

@@ -13,19 +13,20 @@ export PYTHONPATH="$XALLOC_PYTHON_PATH" OPENBLAS_NUM_THREADS=1
 # The runtime's ops are what is tested here, not the plan: every region is given the layout the
 # test needs (packed convolutions and linears for MobileNetV3, blocked for SqueezeNet), whatever
 # the timings measured (on a loaded machine the noise margin can rule every region out).
-force_layout() { # schedule target packed
+force_layout() { # schedule layout: every convolutions' region in it, and linears packed with it
   "$XALLOC_PYTHON" - "$@" <<'PY'
 import json, sys
-path, target, packed = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+path, layout = sys.argv[1], sys.argv[2]
+packed = layout.endswith("+packed")
 s = json.load(open(path))
 for d in s["decisions"]:
     if "region" not in d:
         continue
     convs = d["region"].get("convolutions", 0)
     if convs > 0:
-        d.update(action="sync", target=target, packed=packed)
+        d.update(action="sync", region_layout=layout, target=layout.partition("+")[0])
     elif packed:
-        d.update(action="sync", target="contiguous", packed=True)
+        d.update(action="sync", region_layout="contiguous+packed", target="contiguous")
 json.dump(s, open(path, "w"))
 PY
 }
@@ -33,9 +34,9 @@ for m in mobilenet_v3_small squeezenet1_1; do
   xprof "$m-b1.pt" --freeze --threads 1 "${QUICK[@]}" -o "$m.profile.json" 2>/dev/null
   xcost "$m.profile.json" | xsched --form fast -o "$m.schedule.json"
   if [[ $m == mobilenet_v3_small ]]; then
-    force_layout "$m.schedule.json" channels_last 1
+    force_layout "$m.schedule.json" channels_last+packed
   else
-    force_layout "$m.schedule.json" blocked 0
+    force_layout "$m.schedule.json" blocked
   fi
   xrewrite "$m-b1.pt" -s "$m.schedule.json" --freeze -o "$m.opt.pt" -q
 done

@@ -97,6 +97,15 @@ std::string profileErrorWhere(const json& doc) {
   return "<no error>";
 }
 
+std::string scheduleErrorWhere(const json& doc) {
+  try {
+    scheduleFromJson(doc, "s.json");
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "<no error>";
+}
+
 } // namespace
 
 TEST(Formats, ProfileRoundTripIsExact) {
@@ -119,7 +128,7 @@ TEST(Formats, ProfileRoundTripIsExact) {
   EXPECT_EQ(toJson(profileFromJson(j, "p.json")), j);
   EXPECT_EQ(q.settings.inputs.at(0).high, 256.0);
   EXPECT_EQ(j["schema"], "xalloc.profile");
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
 }
 
 // Consumers followed downstream (what runs after a consumer whose output changes layout) round
@@ -298,15 +307,17 @@ TEST(Formats, WrongSchemaAndVersionNameBoth) {
     EXPECT_NE(e.message().find("xalloc.cost"), std::string::npos);
     EXPECT_NE(e.message().find("xalloc.profile"), std::string::npos);
   }
-  j = toJson(sampleProfile());
-  j["schema_version"] = 2;
-  try {
-    profileFromJson(j, "p.json");
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "p.json: /schema_version");
-    EXPECT_NE(e.message().find("2"), std::string::npos);
-    EXPECT_NE(e.message().find("version 1"), std::string::npos);
+  for (int version : {0, 3}) {
+    j = toJson(sampleProfile());
+    j["schema_version"] = version;
+    try {
+      profileFromJson(j, "p.json");
+      FAIL() << version;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "p.json: /schema_version");
+      EXPECT_NE(e.message().find("schema_version " + std::to_string(version)), std::string::npos);
+      EXPECT_NE(e.message().find("version 1 to 2"), std::string::npos) << e.message();
+    }
   }
 }
 
@@ -442,15 +453,13 @@ Region sampleRegion() {
   as_is.measured = true;
   as_is.time_ms = 1.5;
   RegionCandidate cl = as_is;
-  cl.target = LayoutTarget::ChannelsLast;
-  cl.packed = true;
+  cl.layout = layoutTraits("channels_last+packed");
   cl.time_ms = 1.0;
   cl.delta_ms = -0.5;
   cl.delta_spread_ms = 0.01;
   cl.identical_output = false;
   cl.output_error = 2e-7;
-  RegionCandidate blocked;
-  blocked.target = LayoutTarget::Blocked;
+  RegionCandidate blocked = *parseCandidateName("blocked");
   blocked.note = "no convolution of the region has constant weights";
   g.candidates = {as_is, cl, blocked};
   return g;
@@ -469,16 +478,21 @@ TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
   EXPECT_TRUE(back.regions[0].candidates[1].needsRuntime());
   EXPECT_FALSE(back.regions[0].candidates[0].needsRuntime());
 
+  // Candidates are named by their layout's name.
+  EXPECT_EQ(j["regions"][0]["candidates"][1]["layout"], "channels_last+packed");
+  EXPECT_FALSE(j["regions"][0]["candidates"][1].contains("target"));
   // The first candidate is the region as it is; a packed blocked region does not exist.
   json bad = j;
-  bad["regions"][0]["candidates"][0]["target"] = "channels_last";
+  bad["regions"][0]["candidates"][0]["layout"] = "channels_last";
   EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates");
   bad = j;
-  bad["regions"][0]["candidates"][2]["packed"] = true;
-  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/2/packed");
+  bad["regions"][0]["candidates"][2]["layout"] = "blocked+packed";
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/2/layout");
   bad = j;
-  bad["regions"][0]["candidates"][1]["target"] = "nhwc";
-  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/1/target");
+  bad["regions"][0]["candidates"][1]["layout"] = "nhwc";
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/1/layout");
+  bad["regions"][0]["candidates"][1]["layout"] = 3;
+  EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/candidates/1/layout");
   bad = j;
   bad["regions"][0]["nodes"] = json::array();
   EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/nodes");
@@ -487,16 +501,15 @@ TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
   s.model.path = "m.pt";
   Decision d;
   d.action = Action::Sync;
-  d.target = LayoutTarget::ChannelsLast;
-  d.packed = true;
-  d.region = sampleRegion().ref;
+  d.setRegion(sampleRegion().ref, *layoutTraits("channels_last+packed"));
   d.anchor = d.region->nodes.front();
   s.decisions.push_back(d);
   json js = toJson(s);
-  EXPECT_EQ(js["schema_version"], 2);
+  EXPECT_EQ(js["schema_version"], 3);
   EXPECT_EQ(js["decisions"][0]["target"], "channels_last");
+  EXPECT_EQ(js["decisions"][0]["region_layout"], "channels_last+packed");
   EXPECT_EQ(toJson(scheduleFromJson(js, "s.json")), js);
-  EXPECT_EQ(parseCandidateName("channels_last+packed")->packed, true);
+  EXPECT_EQ(parseCandidateName("channels_last+packed")->packed(), true);
   EXPECT_FALSE(parseCandidateName("blocked+packed"));
   EXPECT_FALSE(parseCandidateName("nchw"));
 
@@ -507,9 +520,25 @@ TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
   EXPECT_THROW(scheduleFromJson(bad_s, "s.json"), InputError);
   bad_s = js;
   bad_s["decisions"][0].erase("region");
-  bad_s["decisions"][0]["packed"] = false;
+  bad_s["decisions"][0].erase("region_layout");
   bad_s["decisions"][0]["target"] = "blocked";
   EXPECT_THROW(scheduleFromJson(bad_s, "s.json"), InputError);
+  // A region layout belongs to a region decision, and its target is the layout's.
+  bad_s = js;
+  bad_s["decisions"][0].erase("region");
+  EXPECT_EQ(scheduleErrorWhere(bad_s), "s.json: /decisions/0/region_layout");
+  bad_s = js;
+  bad_s["decisions"][0]["target"] = "contiguous";
+  EXPECT_EQ(scheduleErrorWhere(bad_s), "s.json: /decisions/0/target");
+  bad_s = js;
+  bad_s["decisions"][0]["region_layout"] = "channels_last+fancy";
+  try {
+    scheduleFromJson(bad_s, "s.json");
+    FAIL() << "an unknown region layout was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "s.json: /decisions/0/region_layout");
+    EXPECT_NE(e.message().find("'channels_last+packed'"), std::string::npos) << e.message();
+  }
   bad_s = js;
   bad_s["decisions"][0]["target"] = "nhwc";
   try {
@@ -519,6 +548,47 @@ TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
     EXPECT_EQ(e.where(), "s.json: /decisions/0/target");
     EXPECT_NE(e.message().find("'channels_last'"), std::string::npos) << e.message();
   }
+}
+
+// Profile version 1 and schedule version 2 named a region layout by its activations' memory
+// format and whether its weights were packed; they are still read, to the same layouts.
+TEST(Formats, OlderDocumentsNameRegionLayoutsByTargetAndPacked) {
+  Profile p = sampleProfile();
+  p.regions.push_back(sampleRegion());
+  json now = toJson(p);
+  json old = now;
+  old["schema_version"] = 1;
+  for (auto& c : old["regions"][0]["candidates"]) {
+    const LayoutTraits* t = layoutTraits(c["layout"].get<std::string>());
+    c.erase("layout");
+    c["target"] = toString(t->target);
+    c["packed"] = t->packed;
+  }
+  EXPECT_EQ(toJson(profileFromJson(old, "old.json")), now);
+  old["regions"][0]["candidates"][2]["packed"] = true; // blocked+packed: no such layout
+  EXPECT_EQ(profileErrorWhere(old), "p.json: /regions/0/candidates/2/packed");
+
+  Schedule s;
+  s.model.path = "m.pt";
+  Decision d;
+  d.action = Action::Sync;
+  d.setRegion(sampleRegion().ref, *layoutTraits("channels_last+packed"));
+  d.anchor = d.region->nodes.front();
+  s.decisions.push_back(d);
+  json js = toJson(s);
+  json old_s = js;
+  old_s["schema_version"] = 2;
+  old_s["decisions"][0].erase("region_layout");
+  old_s["decisions"][0]["packed"] = true;
+  Schedule back = scheduleFromJson(old_s, "old.json");
+  EXPECT_EQ(back.decisions.at(0).region_layout, layoutTraits("channels_last+packed"));
+  EXPECT_EQ(toJson(back), js);
+  old_s["decisions"][0]["packed"] = false; // channels_last, unpacked: a layout too
+  EXPECT_STREQ(scheduleFromJson(old_s, "old.json").decisions.at(0).region_layout->name,
+               "channels_last");
+  old_s["decisions"][0]["target"] = "blocked";
+  old_s["decisions"][0]["packed"] = true;
+  EXPECT_EQ(scheduleErrorWhere(old_s), "s.json: /decisions/0/packed");
 }
 
 TEST(Formats, ScheduleOfVersionOneIsRejectedClearly) {

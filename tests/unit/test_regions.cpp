@@ -90,8 +90,7 @@ std::vector<LayoutRegion> convRegions(torch::jit::Graph& g,
 
 RegionCandidate candidate(LayoutTarget t, bool packed = false) {
   RegionCandidate c;
-  c.target = t;
-  c.packed = packed;
+  c.layout = formats::layoutTraits(t, packed);
   return c;
 }
 
@@ -207,7 +206,7 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
                                               candidate(LayoutTarget::ChannelsLast, true),
                                               candidate(LayoutTarget::Blocked)};
   for (const auto& c : cands) {
-    if (c.packed && !runtime::hasPackedConv())
+    if (c.packed() && !runtime::hasPackedConv())
       continue;
     SCOPED_TRACE(c.name());
     Frozen f = frozenTinyCnn();
@@ -221,20 +220,20 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
     EXPECT_LE(maxRelativeError(before, after), 1e-5);
     // The model's output keeps its layout.
     EXPECT_TRUE(after.toTensor().is_contiguous());
-    if (c.target == LayoutTarget::ChannelsLast && !c.packed) {
+    if (c.target() == LayoutTarget::ChannelsLast && !c.packed()) {
       EXPECT_EQ(e.entry_conversions, 1);
       EXPECT_EQ(e.exit_conversions, 1);
       // The stem's: the 1x1 and depthwise convolutions' weights are channels-last already.
       EXPECT_EQ(e.weights_relaid, 1);
     }
-    if (c.packed) {
+    if (c.packed()) {
       EXPECT_EQ(e.packed, 5);
       EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 5u);
       EXPECT_EQ(count(*f.graph, "aten::conv2d"), 0u);
       // relu after the stem, silu after the depthwise and the squeeze, sigmoid after the expand.
       EXPECT_EQ(e.fused, 4);
     }
-    if (c.target == LayoutTarget::Blocked) {
+    if (c.target() == LayoutTarget::Blocked) {
       EXPECT_EQ(count(*f.graph, "prim::mkldnn_convolution"), 5u);
       EXPECT_GE(count(*f.graph, "xalloc::to_blocked"), 1u);
       EXPECT_GE(count(*f.graph, "aten::to_dense"), 1u);
@@ -246,7 +245,7 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
 TEST(Regions, PackedAndBlockedRegionsSurviveSaveAndLoad) {
   for (const auto& c :
        {candidate(LayoutTarget::ChannelsLast, true), candidate(LayoutTarget::Blocked)}) {
-    if (c.packed && !runtime::hasPackedConv())
+    if (c.packed() && !runtime::hasPackedConv())
       continue;
     SCOPED_TRACE(c.name());
     Frozen f = frozenTinyCnn();
@@ -289,8 +288,7 @@ TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
   formats::Schedule s;
   formats::Decision d;
   d.action = formats::Action::Sync;
-  d.target = LayoutTarget::ChannelsLast;
-  d.region = regionRef(regions[0], index, 0);
+  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("channels_last"));
   d.anchor = d.region->nodes.front();
   s.decisions.push_back(d);
   EXPECT_TRUE(sameRegion(regions[0], index, *d.region));
@@ -325,9 +323,7 @@ TEST(Regions, PackedNeedsTheFastForm) {
   formats::Schedule s;
   formats::Decision d;
   d.action = formats::Action::Sync;
-  d.target = LayoutTarget::ChannelsLast;
-  d.packed = true;
-  d.region = regionRef(regions[0], index, 0);
+  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("channels_last+packed"));
   s.decisions.push_back(d);
   auto r = applyRegionDecisions(*f.graph, s, ranks, true, /*fast_form=*/false);
   EXPECT_EQ(r.results[0].status, ApplyStatus::Skipped);

@@ -16,8 +16,7 @@ namespace {
 RegionCandidate measured(LayoutTarget t, bool packed, double ms, double as_is_ms,
                          std::optional<double> error = std::nullopt) {
   RegionCandidate c;
-  c.target = t;
-  c.packed = packed;
+  c.layout = layoutTraits(t, packed);
   c.measured = true;
   c.time_ms = ms;
   c.spread_ms = 0.01;
@@ -67,7 +66,7 @@ TEST(SchedulerRegions, FastestWithinTheToleranceAndTheFormWins) {
   const Decision& d = regionDecision(s);
   EXPECT_EQ(d.action, Action::Sync);
   EXPECT_EQ(d.target, LayoutTarget::ChannelsLast);
-  EXPECT_TRUE(d.packed);
+  EXPECT_TRUE(d.region_layout->packed);
   EXPECT_DOUBLE_EQ(d.predicted_saving_ms, 5.0);
   ASSERT_TRUE(d.region);
   EXPECT_EQ(d.region->nodes.size(), 2u);
@@ -88,7 +87,7 @@ TEST(SchedulerRegions, PortableFormExactAndNoiseEachRuleOut) {
   // Portable: the packed candidate needs the runtime; channels-last (aten ops only) wins.
   Schedule s = makeSchedule(f.p, f.cost, {});
   EXPECT_EQ(regionDecision(s).target, LayoutTarget::ChannelsLast);
-  EXPECT_FALSE(regionDecision(s).packed);
+  EXPECT_FALSE(regionDecision(s).region_layout->packed);
 
   // --exact: only bit-identical candidates.
   SchedOptions exact;
@@ -96,14 +95,14 @@ TEST(SchedulerRegions, PortableFormExactAndNoiseEachRuleOut) {
   exact.tolerance = 0;
   s = makeSchedule(f.p, f.cost, exact);
   EXPECT_EQ(regionDecision(s).target, LayoutTarget::ChannelsLast);
-  EXPECT_FALSE(regionDecision(s).packed);
+  EXPECT_FALSE(regionDecision(s).region_layout->packed);
 
   // A tolerance tighter than the packed candidate's error rules it out too.
   SchedOptions tight;
   tight.form = RewriteForm::Fast;
   tight.tolerance = 1e-7;
   s = makeSchedule(f.p, f.cost, tight);
-  EXPECT_FALSE(regionDecision(s).packed);
+  EXPECT_FALSE(regionDecision(s).region_layout->packed);
 
   // Gains inside the noise: left as it is, saying what was closest.
   f.p.regions[0].candidates.resize(2);

@@ -181,30 +181,63 @@ TEST(SchemaParity, BadDocumentsAreRefusedByBoth) {
   }
 }
 
-// The region layouts a schedule may name are the rows of the layouts table (layout_traits.cpp):
-// for every (target, packed) pair, the schema and the reader both accept a region decision
-// exactly when the table has that layout, so a new row and the schemas cannot drift apart.
+// The region layouts the documents may name are the rows of the layouts table
+// (layout_traits.cpp), by name: the schema takes any well-formed name, so a new row needs no
+// schema edit, and the readers check the name against the table. Every row's name is accepted by
+// both, in a schedule's region decision and in a profile's candidate; a name the table lacks is
+// refused by the readers with the names it has.
 TEST(SchemaParity, RegionDecisionsNameTheLayoutsOfTheTable) {
   const json base = writtenDocuments()[2];
   RegionRef ref;
   ref.id = 0;
   ref.convolutions = 1;
   ref.nodes = {{"m.py", "Net.forward", "self.conv(x)", "aten::conv2d", 0, 3, 9}};
-  for (const auto& [target, name] : EnumNames<LayoutTarget>::table)
-    for (bool packed : {false, true}) {
-      json doc = base;
-      json d = doc["decisions"][0];
-      d.erase("fused_into_producer");
-      d.erase("window_id");
-      d["action"] = "sync";
-      d["region"] = toJson(ref);
-      d["target"] = name;
-      d["packed"] = packed;
-      doc["decisions"].push_back(d);
-      const bool layout = layoutTraits(target, packed) != nullptr;
-      EXPECT_EQ(schemas().errors(doc).empty(), layout)
-          << name << (packed ? "+packed" : "") << ": "
-          << ::testing::PrintToString(schemas().errors(doc));
-      EXPECT_EQ(readerAccepts(doc), layout) << name << (packed ? "+packed" : "");
-    }
+  auto withRegionDecision = [&](const std::string& layout, const std::string& target) {
+    json doc = base;
+    json d = doc["decisions"][0];
+    d.erase("fused_into_producer");
+    d.erase("window_id");
+    d["action"] = "sync";
+    d["region"] = toJson(ref);
+    d["region_layout"] = layout;
+    d["target"] = target;
+    doc["decisions"].push_back(d);
+    return doc;
+  };
+  for (const LayoutTraits& t : regionLayoutTraits()) {
+    const json doc = withRegionDecision(t.name, toString(t.target));
+    EXPECT_TRUE(schemas().errors(doc).empty())
+        << t.name << ": " << ::testing::PrintToString(schemas().errors(doc));
+    EXPECT_TRUE(readerAccepts(doc)) << t.name;
+  }
+  const json unknown = withRegionDecision("channels_last+fancy", "channels_last");
+  EXPECT_TRUE(schemas().errors(unknown).empty());
+  try {
+    (void)scheduleFromJson(unknown, "s.json");
+    ADD_FAILURE() << "a region layout the table lacks was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(),
+              "s.json: /decisions/" + std::to_string(base["decisions"].size()) + "/region_layout");
+    EXPECT_NE(e.message().find(regionLayoutNames()), std::string::npos) << e.message();
+  }
+  // Not a name at all: both refuse.
+  const json malformed = withRegionDecision("Channels Last", "channels_last");
+  EXPECT_FALSE(schemas().errors(malformed).empty());
+  EXPECT_FALSE(readerAccepts(malformed));
+
+  // A profile's region lists its candidates by the same names.
+  json profile = writtenDocuments()[0];
+  json region = toJson(ref);
+  region["entries"] = json::array();
+  region["exits"] = json::array();
+  region["candidates"] = json::array();
+  for (const LayoutTraits& t : regionLayoutTraits())
+    region["candidates"].push_back({{"layout", t.name}, {"measured", false}});
+  profile["regions"] = json::array({region});
+  EXPECT_TRUE(schemas().errors(profile).empty())
+      << ::testing::PrintToString(schemas().errors(profile));
+  EXPECT_TRUE(readerAccepts(profile));
+  profile["regions"][0]["candidates"][1]["layout"] = "blocked+packed";
+  EXPECT_TRUE(schemas().errors(profile).empty());
+  EXPECT_FALSE(readerAccepts(profile));
 }

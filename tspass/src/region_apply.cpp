@@ -5,6 +5,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/error.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
@@ -34,10 +35,8 @@ std::string counts(const RegionEdit& e) {
 }
 
 formats::RegionCandidate candidateOf(const formats::Decision& d) {
-  formats::RegionCandidate c;
-  c.target = d.target;
-  c.packed = d.packed;
-  return c;
+  XALLOC_EXPECTS(d.region_layout, "a region decision names its layout");
+  return formats::candidateOf(*d.region_layout);
 }
 
 std::string nameOf(const formats::Decision& d) {

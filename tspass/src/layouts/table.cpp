@@ -55,12 +55,8 @@ const RegionLayout& regionLayout(const formats::RegionCandidate& c) {
 std::vector<formats::RegionCandidate> regionCandidates(int rank) {
   std::vector<formats::RegionCandidate> out;
   for (const RegionLayout* l : regionLayouts())
-    if (l->traits().fits(rank) && l->available()) {
-      formats::RegionCandidate c;
-      c.target = l->traits().target;
-      c.packed = l->traits().packed;
-      out.push_back(c);
-    }
+    if (l->traits().fits(rank) && l->available())
+      out.push_back(formats::candidateOf(l->traits()));
   return out;
 }
 

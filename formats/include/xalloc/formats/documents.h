@@ -17,7 +17,9 @@ namespace xalloc::formats {
 
 enum class DocKind { Profile, Cost, Schedule };
 const char* schemaName(DocKind kind);
+/// The version this build writes, and the oldest it still reads.
 std::int64_t schemaVersion(DocKind kind);
+std::int64_t oldestSchemaVersion(DocKind kind);
 
 /// How deep a JSON value may nest: deeper text is refused before it is parsed.
 inline constexpr int kMaxJsonDepth = 256;

@@ -5,6 +5,7 @@
 // reports all read this table.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,5 +32,7 @@ const std::vector<LayoutTraits>& regionLayoutTraits();
 const LayoutTraits* layoutTraits(LayoutTarget target, bool packed);
 /// The row named `name`; nullptr when none is.
 const LayoutTraits* layoutTraits(std::string_view name);
+/// Every row's name, quoted and comma-separated: for messages.
+std::string regionLayoutNames();
 
 } // namespace xalloc::formats

@@ -9,7 +9,10 @@
 namespace xalloc::formats {
 
 inline constexpr const char* kProfileSchema = "xalloc.profile";
-inline constexpr std::int64_t kProfileVersion = 1;
+/// 2: a region candidate names its layout by name (`layout`), not by target + packed. Version 1
+/// is still read.
+inline constexpr std::int64_t kProfileVersion = 2;
+inline constexpr std::int64_t kProfileOldestVersion = 1;
 
 /// One consumer of a tensor value, re-run in isolation with different layouts of that value.
 struct ConsumerTiming {

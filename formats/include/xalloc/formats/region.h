@@ -20,11 +20,9 @@ namespace xalloc::formats {
 
 /// One way of running a region, and what it measured.
 struct RegionCandidate {
-  LayoutTarget target = LayoutTarget::Contiguous;
-  /// Weights packed once for oneDNN, the activation after each convolution or linear fused into
-  /// it (xalloc::conv2d_packed with channels_last activations, xalloc::linear_packed with
-  /// contiguous ones): the runtime's ops, so the fast form only.
-  bool packed = false;
+  /// The layout, a row of layout_traits.cpp (never null): the documents name it by its name.
+  /// By default the region as it is, row-major.
+  const LayoutTraits* layout = &regionLayoutTraits().front();
   bool measured = false;
   double time_ms = 0; // median of the region's runs in isolation, boundary conversions included
   double spread_ms = 0;
@@ -38,13 +36,23 @@ struct RegionCandidate {
   std::optional<double> output_error;
   std::string note; // why it was not measured, when it was not
 
-  /// Its row of layout_traits.cpp (a candidate read or parsed always has one).
-  const LayoutTraits& traits() const;
+  const LayoutTraits& traits() const { return *layout; }
+  /// The memory format of its activations.
+  LayoutTarget target() const { return layout->target; }
+  /// Weights packed once for oneDNN, the activation after each convolution or linear fused into
+  /// it (xalloc::conv2d_packed with channels_last activations, xalloc::linear_packed with
+  /// contiguous ones): the runtime's ops, so the fast form only.
+  bool packed() const { return layout->packed; }
   /// Needs libxalloc_runtime.so loaded (packed convolutions, blocked constants).
-  bool needsRuntime() const;
+  bool needsRuntime() const { return layout->needs_runtime; }
   /// The layout's name: "channels_last", "channels_last+packed", "blocked", ...
-  std::string name() const;
+  std::string name() const { return layout->name; }
+  /// Whether it is the region as it is (the first row of the table).
+  bool asIs() const { return layout == &regionLayoutTraits().front(); }
 };
+
+/// The candidate of the layout `traits`, not yet measured.
+RegionCandidate candidateOf(const LayoutTraits& traits);
 
 /// A region as both documents name it: its ops by source anchor, in graph order, in the frozen
 /// model (torch.jit.freeze; xrewrite --freeze), where weights are constants that can be re-laid.
@@ -63,8 +71,13 @@ struct Region {
   std::string note; // why its candidates were not measured, when they were not
 };
 
-/// Parses "channels_last+packed" and the names of LayoutTarget; nullopt otherwise.
+/// The candidate of the layout named `name` ("channels_last+packed"); nullopt when the table has
+/// none of that name.
 std::optional<RegionCandidate> parseCandidateName(const std::string& name);
+/// Reads a region layout as a document names it: by its name in `name_key` (profile version 2,
+/// schedule version 3), else, from older documents, by the pair `target` + `packed`. Fails at
+/// the field when the table has no such layout, listing the names it has.
+const LayoutTraits& readRegionLayout(const JsonReader& r, const char* name_key);
 
 nlohmann::json toJson(const RegionCandidate& c);
 nlohmann::json toJson(const RegionRef& r);

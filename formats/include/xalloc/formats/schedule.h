@@ -8,7 +8,10 @@ namespace xalloc::formats {
 
 inline constexpr const char* kScheduleSchema = "xalloc.schedule";
 /// 2: every decision names its target layout, and decisions may be about a whole region.
-inline constexpr std::int64_t kScheduleVersion = 2;
+/// 3: a region decision names its layout by name (`region_layout`), not by target + packed.
+/// Version 2 is still read.
+inline constexpr std::int64_t kScheduleVersion = 3;
+inline constexpr std::int64_t kScheduleOldestVersion = 2;
 
 enum class Action { None, Sync, Async, Remove };
 const char* actionName(Action a);
@@ -31,15 +34,18 @@ struct Decision {
   std::optional<Anchor> input_anchor; // remove: producer of the conversion's input
   Layout layout;
   std::string reason;
-  /// The layout a sync/async conversion makes (a region's: the layout it runs in); for a
-  /// value decision, row-major contiguous or channels-last.
+  /// The layout a sync/async conversion makes (a region's: the memory format of the layout it
+  /// runs in); for a value decision, row-major contiguous or channels-last.
   LayoutTarget target = LayoutTarget::Contiguous;
-  /// A region decision: its convolutions or linears run with packed weights (the runtime's
-  /// xalloc::conv2d_packed, xalloc::linear_packed: the fast form).
-  bool packed = false;
-  /// Present for a decision about a whole region (action sync: run it in `target`; none: leave
-  /// it), whose anchor is that of its first op.
+  /// Present for a decision about a whole region (action sync: run it in `region_layout`;
+  /// none: leave it), whose anchor is that of its first op.
   std::optional<RegionRef> region;
+  /// A region decision's layout, a row of layout_traits.cpp (its target is `target`); null for
+  /// a value decision.
+  const LayoutTraits* region_layout = nullptr;
+
+  /// Makes it a decision to run `ref` in `layout` (target included).
+  void setRegion(RegionRef ref, const LayoutTraits& layout);
   /// A sync decision to row-major whose producer writes the value row-major itself (its out
   /// variant into a row-major buffer; ProducerFusion measured it faster than a separate
   /// conversion), or a remove decision of an existing row-major conversion whose input's
