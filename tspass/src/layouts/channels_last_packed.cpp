@@ -2,7 +2,6 @@
 // constant parameters becomes the runtime's xalloc::conv2d_packed (weights packed once for
 // oneDNN), the activation that is its only reader fused into it.
 #include "edit.h"
-#include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/region_layouts.h"
 
 namespace xalloc::tspass {
@@ -12,17 +11,8 @@ class ChannelsLastPacked final : public RegionLayout {
 public:
   ChannelsLastPacked() : RegionLayout("channels_last+packed") {}
   RegionEdit apply(torch::jit::Graph& g, LayoutRegion& r) const override {
-    return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast, [&](RegionEdit& e) {
-      layouts::packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed",
-                       [](const torch::jit::Node* n, const std::string& post) -> c10::IValue {
-                         auto p = layouts::convParams(n);
-                         if (!p)
-                           return {};
-                         return c10::make_intrusive<runtime::PackedConv>(
-                             p->weight, p->bias, p->stride, p->padding, p->dilation, p->groups,
-                             post);
-                       });
-    });
+    return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast,
+                                      [&](RegionEdit& e) { layouts::packConvs(g, r, e); });
   }
   bool appliedAt(const torch::jit::Node* now, const std::string&) const override {
     return now->kind() == layouts::sym("xalloc::conv2d_packed");

@@ -6,6 +6,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 
+#include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/layout_families.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -175,6 +176,17 @@ void packOps(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e, const char* k
       ++e.fused;
     }
   }
+}
+
+void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
+  packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed",
+          [](const Node* n, const std::string& post) -> c10::IValue {
+            auto p = convParams(n);
+            if (!p)
+              return {};
+            return c10::make_intrusive<runtime::PackedConv>(
+                p->weight, p->bias, p->stride, p->padding, p->dilation, p->groups, post);
+          });
 }
 
 void relayWeights(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryFormat mf, RegionEdit& e) {

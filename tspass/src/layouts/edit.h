@@ -79,6 +79,9 @@ private:
 void packOps(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e, const char* kind,
              const char* packed_kind,
              const std::function<c10::IValue(const Node*, const std::string& post)>& pack);
+/// packOps for 2-D convolutions: each aten::conv2d with constant parameters becomes
+/// xalloc::conv2d_packed with a runtime::PackedConv, its activation fused.
+void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);
 /// Re-lays each constant convolution weight in the memory format the region runs in.
 void relayWeights(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryFormat mf, RegionEdit& e);
 /// The region's exits, converted by `make` for every reader outside it.
