@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 
 #include "env_count.h"
+#include "finite_scan.h"
 #include "packed_checks.h"
 
 #ifdef XALLOC_WITH_DNNL
@@ -150,6 +151,29 @@ at::Tensor PackedConv::reference(const at::Tensor& x) const {
       at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups), post);
 }
 
+at::Tensor PackedConv::referenceAdd(const at::Tensor& x, const at::Tensor& r) const {
+  return applyPostOp(
+      at::add(at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups),
+              r),
+      post);
+}
+
+namespace {
+constexpr const char* kConvAdd = "xalloc::conv2d_packed_add";
+// "add+relu" -> a residual, then relu; "relu" -> relu alone.
+struct ConvPost {
+  bool residual = false;
+  std::string activation;
+};
+ConvPost splitConvPost(const std::string& post_op) {
+  if (post_op == "add")
+    return {true, "none"};
+  if (post_op.rfind("add+", 0) == 0)
+    return {true, post_op.substr(4)};
+  return {false, post_op};
+}
+} // namespace
+
 at::Tensor PackedLinear::reference(const at::Tensor& x) const {
   return applyPostOp(at::linear(x, weight, bias ? *bias : at::Tensor()), post);
 }
@@ -172,9 +196,13 @@ dnnl::stream& stream() {
   return s;
 }
 
-dnnl::post_ops postOps(PostOp p) {
+// The activation's post-ops, after the residual's binary add when `residual` is given (the
+// output's description: the residual is read in the output's layout).
+dnnl::post_ops postOps(PostOp p, const dnnl::memory::desc* residual) {
   using A = dnnl::algorithm;
   dnnl::post_ops po;
+  if (residual)
+    po.append_binary(A::binary_add, *residual);
   switch (p) {
   case PostOp::None:
     break;
@@ -209,9 +237,9 @@ dnnl::post_ops postOps(PostOp p) {
 
 // Every primitive is made for a scratchpad the caller passes (never the library's own, which
 // Debian's build shares between the threads that run one primitive).
-dnnl::primitive_attr userScratchpad(PostOp p) {
+dnnl::primitive_attr userScratchpad(PostOp p, const dnnl::memory::desc* residual = nullptr) {
   dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(p));
+  attr.set_post_ops(postOps(p, residual));
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
@@ -254,16 +282,20 @@ std::shared_ptr<W> sharedWeights(std::mutex& m, std::vector<std::weak_ptr<W>>& l
   return s;
 }
 
-// The prepared primitive of a conv or linear on x, into out (its bias, if any, as it is stored).
+// The prepared primitive of a conv or linear on x, into out (its bias, if any, as it is stored;
+// the residual its binary post-op adds, laid out as out, when it has one).
 template <class Prepared>
 void runPrepared(const Prepared& p, const at::Tensor& x, const at::Tensor& out,
-                 const c10::optional<at::Tensor>& bias) {
+                 const c10::optional<at::Tensor>& bias, const at::Tensor* residual = nullptr) {
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, dnnl::memory(p.src, engine(), x.data_ptr())},
       {DNNL_ARG_WEIGHTS, p.weights->mem},
       {DNNL_ARG_DST, dnnl::memory(p.dst, engine(), out.data_ptr())}};
   if (bias)
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), bias->data_ptr()));
+  if (residual)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                 dnnl::memory(p.dst, engine(), residual->data_ptr()));
   execute(p.primitive, p.scratch, std::move(args));
 }
 
@@ -312,7 +344,8 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                              dnnl::algorithm::convolution_direct, p->src, w_any,
                                              p->dst, strides, dil, pad, pad);
-  const dnnl::convolution_forward::primitive_desc pd(desc, userScratchpad(post), engine());
+  const dnnl::convolution_forward::primitive_desc pd(
+      desc, userScratchpad(post, residual ? &p->dst : nullptr), engine());
   p->primitive = dnnl::convolution_forward(pd);
   p->scratch = pd.scratchpad_desc();
   const memory::desc plain(wdims, f32,
@@ -323,20 +356,51 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
 }
 
 at::Tensor PackedConv::run(const at::Tensor& x_in) {
+  TORCH_CHECK(!residual, kConv, ": this packed convolution adds a residual (its post-op is '",
+              std::get<6>(state()), "'): call ", kConvAdd);
+  return runChecked(x_in, nullptr);
+}
+
+at::Tensor PackedConv::runAdd(const at::Tensor& x_in, const at::Tensor& r) {
+  TORCH_CHECK(residual, kConvAdd, ": this packed convolution adds no residual (its post-op is '",
+              postOpName(post), "'): call ", kConv);
+  return runChecked(x_in, &r);
+}
+
+at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in) {
   detail::checkOnCpu(weight, "xalloc.PackedConv", "weight");
-  if (x_in.defined() && x_in.dim() == 3)
-    return run(x_in.unsqueeze(0)).squeeze(0);
+  if (x_in.defined() && x_in.dim() == 3) {
+    // Unbatched: the residual as ATen would broadcast it against the unbatched output.
+    if (!r_in)
+      return runChecked(x_in.unsqueeze(0), nullptr).squeeze(0);
+    return referenceAdd(x_in, *r_in);
+  }
   checkConvInput(x_in, *this);
   const at::Tensor x = x_in.contiguous(at::MemoryFormat::ChannelsLast);
+  const std::vector<std::int64_t> out_sizes = convOutputSizes(x, *this);
+  if (r_in) {
+    // Only a residual the add would not broadcast or promote is fused; any other is ATen's.
+    const at::Tensor& r = *r_in;
+    if (!r.defined() || r.layout() != at::kStrided || !r.device().is_cpu() ||
+        r.scalar_type() != at::kFloat || r.sizes() != at::IntArrayRef(out_sizes) ||
+        detail::wantsGradient(r) || x.size(0) == 0)
+      return referenceAdd(x_in, r);
+  }
   if (x.size(0) == 0)
-    return at::empty(convOutputSizes(x, *this),
-                     x.options().memory_format(at::MemoryFormat::ChannelsLast));
+    return at::empty(out_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
   if (detail::needsReference(x, eatsNaN(post), bounds_))
-    return reference(x_in);
+    return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
+  at::Tensor r;
+  if (r_in) {
+    r = r_in->contiguous(at::MemoryFormat::ChannelsLast);
+    // A residual that is not finite meets an activation that turns NaN into a number.
+    if (eatsNaN(post) && !scanFloats(r.data_ptr<float>(), r.numel()).finite)
+      return referenceAdd(x_in, *r_in);
+  }
   const auto p = prepare(x);
   at::Tensor out =
       at::empty(p->output_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  runPrepared(*p, x, out, bias);
+  runPrepared(*p, x, out, bias, r_in ? &r : nullptr);
   return out;
 }
 
@@ -413,6 +477,12 @@ struct PackedLinear::Prepared {};
 at::Tensor PackedConv::run(const at::Tensor&) {
   TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
 }
+at::Tensor PackedConv::runAdd(const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, kConvAdd, ": this runtime was built without oneDNN");
+}
+at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*) {
+  TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
+}
 at::Tensor PackedLinear::run(const at::Tensor&) {
   TORCH_CHECK(false, kLinear, ": this runtime was built without oneDNN");
 }
@@ -446,14 +516,19 @@ PackedConv::PackedConv(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
   for (std::int64_t d = 0; d < 4; ++d)
     TORCH_CHECK(weight.size(d) >= 1, who, ": the weight has an empty dimension: ", weight.sizes());
   detail::checkConvParams(who, stride, padding, dilation, groups, weight.size(0));
-  post = detail::checkBiasAndPostOp(who, weight, bias, post_op);
+  const ConvPost split = splitConvPost(post_op);
+  residual = split.residual;
+  post = detail::checkBiasAndPostOp(who, weight, bias, split.activation);
   bounds_ = detail::sumBounds(weight, bias);
 }
 
 PackedConv::~PackedConv() = default;
 
 PackedConv::State PackedConv::state() const {
-  return {weight, bias, stride, padding, dilation, groups, postOpName(post)};
+  std::string p = postOpName(post);
+  if (residual)
+    p = post == PostOp::None ? "add" : "add+" + p;
+  return {weight, bias, stride, padding, dilation, groups, p};
 }
 
 PackedLinear::PackedLinear(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,

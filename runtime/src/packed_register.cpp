@@ -101,6 +101,11 @@ const auto kMkldnnConstantClass =
 TORCH_LIBRARY_FRAGMENT(xalloc, m) {
   m.def("conv2d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) { return w->run(x); });
+  m.def("conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w, Tensor "
+        "residual) -> Tensor",
+        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w, const at::Tensor& r) {
+          return w->runAdd(x, r);
+        });
   m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedLinear>& w) { return w->run(x); });
   m.def("mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor",

@@ -187,10 +187,10 @@ torch::jit::Stack runGraph(const std::string& ir, const at::Tensor& x) {
 } // namespace
 
 TEST(Async, TorchScriptOpRunsInAGraph) {
-  // contiguous_async and contiguous; conv2d_packed, linear_packed, mkldnn_constant and
-  // broadcast_mkldnn (packed.h); to_blocked, blocked_max_pool2d and blocked_ relu, hardswish,
-  // hardsigmoid and relu6, each in place and not (blocked_ops.cpp).
-  ASSERT_EQ(loadOps(), 16);
+  // contiguous_async and contiguous; conv2d_packed, conv2d_packed_add, linear_packed,
+  // mkldnn_constant and broadcast_mkldnn (packed.h); to_blocked, blocked_max_pool2d and blocked_
+  // relu, hardswish, hardsigmoid and relu6, each in place and not (blocked_ops.cpp).
+  ASSERT_EQ(loadOps(), 17);
   at::Tensor x = at::randn({123, 77});
   const auto out = runGraph(R"IR(
 graph(%x : Tensor):

@@ -148,6 +148,82 @@ TEST(PackedOps, NanAndInfinityComeOutWhereATensDo) {
   expectSameNonFinite(nan_conv->run(y), nan_conv->reference(y), "a NaN weight");
 }
 
+// conv2d_packed_add: post(conv(x) + r) in one pass, as ATen's conv2d, add and activation: with
+// every activation, a residual in either layout, NaN and infinity in x or r where ATen has
+// them, a residual ATen would broadcast or promote, from 4 threads, and gradients.
+TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
+  at::manual_seed(11);
+  for (const char* post : {"add", "add+relu", "add+relu6", "add+hardswish", "add+silu"}) {
+    SCOPED_TRACE(post);
+    const ConvCase c{post, 16, 32, 3, 1, 1, 1, post};
+    auto conv = makeConv(c);
+    EXPECT_TRUE(conv->residual);
+    EXPECT_EQ(std::get<6>(conv->state()), post);
+    const at::Tensor x = at::randn({2, 16, 14, 14});
+    for (bool channels_last : {true, false}) {
+      at::Tensor r = at::randn({2, 32, 14, 14});
+      if (channels_last)
+        r = r.contiguous(at::MemoryFormat::ChannelsLast);
+      const at::Tensor got = conv->runAdd(x, r);
+      EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+      EXPECT_LT(relError(got, conv->referenceAdd(x, r)), 1e-5) << channels_last;
+    }
+    // Non-finite values in x or in the residual come out where ATen's do, also through relu.
+    at::Tensor xn = x.clone(), rn = at::randn({2, 32, 14, 14});
+    xn.index_put_({0, 1, 5, 5}, NAN);
+    rn.index_put_({1, 3, 2, 2}, NAN);
+    rn.index_put_({1, 4, 7, 7}, INFINITY);
+    rn.index_put_({0, 5, 9, 9}, -INFINITY);
+    expectSameNonFinite(conv->runAdd(x, rn), conv->referenceAdd(x, rn), "NaN, inf in r");
+    expectSameNonFinite(conv->runAdd(xn, rn), conv->referenceAdd(xn, rn), "NaN in x and r");
+    // A residual the add broadcasts, or of another dtype: ATen's result and dtype.
+    const at::Tensor row = at::randn({32, 1, 1});
+    EXPECT_LT(relError(conv->runAdd(x, row), conv->referenceAdd(x, row)), 1e-6);
+    const at::Tensor dbl = at::randn({2, 32, 14, 14}, at::kDouble);
+    EXPECT_EQ(conv->runAdd(x, dbl).scalar_type(), at::kDouble);
+    // An empty batch and an unbatched input, as ATen.
+    EXPECT_EQ(conv->runAdd(at::randn({0, 16, 14, 14}), at::randn({0, 32, 14, 14})).sizes(),
+              (std::vector<std::int64_t>{0, 32, 14, 14}));
+    const at::Tensor r_unbatched = at::randn({32, 14, 14});
+    EXPECT_LT(relError(conv->runAdd(x[0], r_unbatched), conv->referenceAdd(x[0], r_unbatched)),
+              1e-5);
+    // The wrong op for the convolution: one clear error either way.
+    EXPECT_THROW(conv->run(x), c10::Error);
+  }
+  EXPECT_THROW(makeConv(kConvs[0])->runAdd(at::randn({1, 16, 8, 8}), at::randn({1, 32, 8, 8})),
+               c10::Error);
+  for (const char* bad : {"add+", "add+add", "addrelu", "add+swish"})
+    EXPECT_THROW(makeConv({bad, 16, 32, 3, 1, 1, 1, bad}), c10::Error) << bad;
+
+  // Threads: 4 at once on one op, each with its own batch and residual.
+  auto conv = makeConv({"threads", 16, 32, 3, 1, 1, 1, "add+relu"});
+  std::vector<at::Tensor> xs, rs, refs;
+  for (std::int64_t b : {1, 2, 1, 3}) {
+    xs.push_back(at::randn({b, 16, 20, 20}));
+    rs.push_back(at::randn({b, 32, 20, 20}).contiguous(at::MemoryFormat::ChannelsLast));
+    refs.push_back(conv->referenceAdd(xs.back(), rs.back()));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < xs.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i)
+        if (relError(conv->runAdd(xs[t], rs[t]), refs[t]) > 1e-5)
+          ++wrong;
+    });
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(wrong.load(), 0);
+
+  // A residual that wants gradients: ATen's path, whose history reaches the residual.
+  at::Tensor rg = at::randn({1, 32, 20, 20}).requires_grad_(true);
+  const at::Tensor y = conv->runAdd(xs[0], rg);
+  ASSERT_TRUE(y.requires_grad());
+  y.sum().backward();
+  ASSERT_TRUE(rg.grad().defined());
+  EXPECT_TRUE(at::equal(rg.grad(), (conv->referenceAdd(xs[0], rg.detach()) > 0).to(at::kFloat)));
+}
+
 TEST(PackedOps, GradientsAreATensOrTheOutputIsNotDetached) {
   for (const auto& c : kConvs) {
     auto conv = makeConv(c);

@@ -7,6 +7,8 @@
 // TorchScript (registered when libxalloc_runtime.so loads; xrewrite writes them for regions
 // planned `channels_last` with prepacked weights, or `blocked`):
 //   xalloc::conv2d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor
+//   xalloc::conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w,
+//                             Tensor residual) -> Tensor
 //   xalloc::linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor
 //   xalloc::mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor
 //   xalloc::broadcast_mkldnn(Tensor a, Tensor b) -> (Tensor, Tensor)
@@ -81,6 +83,9 @@ struct SumBounds {
 };
 
 /// A 2-D convolution (any groups, stride, padding, dilation) with its weight packed for oneDNN.
+/// Its post-op is an activation's name ("relu", "none", ...), or "add" / "add+<activation>":
+/// a residual added to the convolution's output before the activation, in the same pass
+/// (oneDNN's binary post-op; runAdd, xalloc::conv2d_packed_add).
 struct PackedConv : torch::CustomClassHolder {
   PackedConv(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<std::int64_t> stride,
              std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation,
@@ -88,10 +93,16 @@ struct PackedConv : torch::CustomClassHolder {
   ~PackedConv() override;
 
   /// The convolution of x (N, C, H, W, or C, H, W unbatched; any layout, channels-last is read
-  /// in place) followed by the post-op: a channels-last output.
+  /// in place) followed by the post-op: a channels-last output. Refused when it adds a residual.
   at::Tensor run(const at::Tensor& x);
-  /// The same with ATen's conv2d and activation.
+  /// post(conv(x) + residual), for a convolution made with an "add" post-op: the residual read
+  /// in place when it is a channels-last float32 CPU tensor of the output's sizes; any other
+  /// residual (broadcast, another dtype) gets ATen's conv2d, add and activation, as does one
+  /// that is not finite when the activation turns NaN into a number.
+  at::Tensor runAdd(const at::Tensor& x, const at::Tensor& residual);
+  /// The same with ATen's conv2d and activation (and add).
   at::Tensor reference(const at::Tensor& x) const;
+  at::Tensor referenceAdd(const at::Tensor& x, const at::Tensor& residual) const;
 
   using State =
       std::tuple<at::Tensor, c10::optional<at::Tensor>, std::vector<std::int64_t>,
@@ -106,11 +117,13 @@ struct PackedConv : torch::CustomClassHolder {
   std::vector<std::int64_t> stride, padding, dilation;
   std::int64_t groups = 1;
   PostOp post = PostOp::None;
+  bool residual = false; // adds a residual before `post` ("add+relu")
 
   struct Prepared;
 
 private:
   std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
+  at::Tensor runChecked(const at::Tensor& x_in, const at::Tensor* residual);
   LruCache<std::vector<std::int64_t>, Prepared> cache_;
   mutable std::mutex weights_mutex_;
   std::vector<std::weak_ptr<PackedWeights>> weights_; // packed layouts in use by cached shapes
