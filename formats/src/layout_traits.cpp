@@ -16,6 +16,7 @@ const std::vector<LayoutTraits>& regionLayoutTraits() {
       {"contiguous+packed", LayoutTarget::Contiguous, true, {0}, true, true},
       {"channels_last", LayoutTarget::ChannelsLast, false, {4}, false, false},
       {"channels_last+packed", LayoutTarget::ChannelsLast, true, {4}, true, true},
+      {"channels_last+packed+add", LayoutTarget::ChannelsLast, true, {4}, true, true},
       {"channels_last_3d", LayoutTarget::ChannelsLast3d, false, {5}, false, false},
       {"blocked", LayoutTarget::Blocked, false, {4}, true, false},
   };

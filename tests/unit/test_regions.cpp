@@ -242,6 +242,54 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
   }
 }
 
+// channels_last+packed+add on SmallCNN frozen: its basic block's `relu(conv2(y) + x)` and its
+// MBConv's `x + project(y)` each become one xalloc::conv2d_packed_add (the relu fused after the
+// add), the values stay within a reordered sum, the model saves and loads, and the rewritten
+// graph reads as applied.
+TEST(Regions, ResidualAddsFuseIntoThePackedConvolution) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "the runtime was built without oneDNN";
+  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/smallcnn.pt";
+  Frozen f{loadModel(path), nullptr, {}};
+  freezeModel(f.model, "forward");
+  canonicalize(f.model, "forward");
+  f.graph = f.model.module.get_method("forward").graph();
+  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
+  f.inputs = methodInputs(f.model.module, "forward", x, path);
+  const c10::IValue before = run(f.graph, f.inputs); // a copy: the method is not run yet
+  const std::size_t adds = count(*f.graph, "aten::add") + count(*f.graph, "aten::add_");
+  ASSERT_GE(adds, 2u);
+  const auto layout = formats::parseCandidateName("channels_last+packed+add");
+  ASSERT_TRUE(layout);
+  std::int64_t fused = 0;
+  for (LayoutRegion& r : convRegions(*f.graph, ranksOf(f))) {
+    const RegionEdit e = applyRegionLayout(*f.graph, r, *layout);
+    ASSERT_TRUE(e.applied) << e.message;
+    fused += e.fused;
+    for (const torch::jit::Node* n : r.nodes)
+      EXPECT_NE(n->kind(), c10::aten::conv2d) << "a convolution left unpacked";
+  }
+  f.graph->lint();
+  // Every residual add (the basic block's, two MBConvs') is fused, and the basic block's relu.
+  EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed_add"), adds);
+  EXPECT_EQ(count(*f.graph, "aten::add") + count(*f.graph, "aten::add_"), 0u);
+  EXPECT_GE(fused, static_cast<std::int64_t>(adds) + 1);
+  const c10::IValue after = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
+  EXPECT_LE(maxRelativeError(before, after), 1e-5);
+  EXPECT_TRUE(bitwiseEqual(after, run(f.graph, f.inputs)));
+  const std::string saved = xalloc::testing::tempPath("residual.pt");
+  saveModel(f.model.module, saved, {});
+  LoadedModel back = loadModel(saved);
+  std::remove(saved.c_str());
+  const c10::IValue loaded = back.module.forward({f.inputs.begin() + 1, f.inputs.end()});
+  EXPECT_TRUE(bitwiseEqual(after, loaded)) << maxRelativeError(after, loaded);
+  const RegionLayout& l = regionLayout(*layout);
+  bool applied = false;
+  for (const torch::jit::Node* n : f.graph->nodes())
+    applied = applied || l.appliedAt(n, "aten::conv2d");
+  EXPECT_TRUE(applied);
+}
+
 TEST(Regions, PackedAndBlockedRegionsSurviveSaveAndLoad) {
   for (const auto& c :
        {candidate(LayoutTarget::ChannelsLast, true), candidate(LayoutTarget::Blocked)}) {

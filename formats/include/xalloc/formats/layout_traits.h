@@ -28,7 +28,8 @@ struct LayoutTraits {
 /// Every region layout, in the order the profiler tries them; [0] is row-major, the region as
 /// it is.
 const std::vector<LayoutTraits>& regionLayoutTraits();
-/// The row for (target, packed); nullptr when no layout is both.
+/// The first row for (target, packed): the layout older documents (profile version 1, schedule
+/// version 2) meant by the pair; nullptr when no layout is both.
 const LayoutTraits* layoutTraits(LayoutTarget target, bool packed);
 /// The row named `name`; nullptr when none is.
 const LayoutTraits* layoutTraits(std::string_view name);

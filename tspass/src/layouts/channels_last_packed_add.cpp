@@ -1,0 +1,133 @@
+// Channels-last with packed convolutions and residual adds fused: as channels_last_packed.cpp,
+// and a convolution whose only reader is a residual add (`y = conv(x) + r`, alpha 1, r a tensor;
+// the in-place `conv(x) += r` too), with the activation that is the add's only reader, becomes
+// one xalloc::conv2d_packed_add(x, w, r): oneDNN adds r in the convolution's own pass (a binary
+// post-op) where ATen reads and writes the output twice more. The convolution moves down to the
+// add (r may be made after it, as a ResNet's downsampling is) only where the alias analysis
+// says nothing in between writes what it reads.
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include "edit.h"
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/layout_families.h"
+#include "xalloc/tspass/region_layouts.h"
+
+namespace xalloc::tspass {
+
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// conv -> add (-> activation): the ops one conv2d_packed_add replaces.
+struct ResidualAdd {
+  Node* conv = nullptr;
+  Node* add = nullptr;
+  Node* act = nullptr; // the activation fused after the add, or none
+  Value* residual = nullptr;
+  std::string post; // "add" or "add+relu"
+};
+
+bool isAdd(const Node* n) {
+  return n->kind() == c10::aten::add || n->kind() == layouts::sym("aten::add_");
+}
+
+// The add that is `conv`'s only reader, as a residual add the packed op can compute.
+std::optional<ResidualAdd> residualAddAfter(Node* conv, const std::unordered_set<const Node*>& in) {
+  Value* y = conv->output();
+  if (y->uses().size() != 1 || !layouts::convParams(conv))
+    return std::nullopt;
+  Node* add = y->uses()[0].user;
+  if (!in.count(add) || !isAdd(add) || add->inputs().size() != 3 ||
+      add->owningBlock() != conv->owningBlock())
+    return std::nullopt;
+  auto alpha = torch::jit::toIValue(add->input(2));
+  if (!alpha ||
+      !((alpha->isInt() && alpha->toInt() == 1) || (alpha->isDouble() && alpha->toDouble() == 1.0)))
+    return std::nullopt;
+  // The in-place add writes its first operand: only the convolution's fresh output.
+  const std::size_t other = add->input(0) == y ? 1 : 0;
+  if (add->input(other) == y || (add->kind() != c10::aten::add && other == 0) ||
+      !add->input(other)->type()->cast<c10::TensorType>())
+    return std::nullopt;
+  ResidualAdd r{conv, add, nullptr, add->input(other), "add"};
+  if (add->output()->uses().size() == 1) {
+    Node* u = add->output()->uses()[0].user;
+    const FamilyInfo f = layoutFamily(u);
+    if (in.count(u) && u->input(0) == add->output() && !f.fusible.empty() &&
+        u->owningBlock() == add->owningBlock()) {
+      r.act = u;
+      r.post = "add+" + f.fusible;
+    }
+  }
+  return r;
+}
+
+void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  std::vector<ResidualAdd> found;
+  {
+    // Moves first, with one alias analysis of the graph as it is; the edits after. The
+    // analysis borrows the graph for this scope (a shared_ptr that does not own it).
+    torch::jit::AliasDb alias(std::shared_ptr<torch::jit::Graph>(&g, [](torch::jit::Graph*) {}));
+    for (Node* n : r.nodes)
+      if (n->kind() == c10::aten::conv2d)
+        if (auto f = residualAddAfter(n, in))
+          if (alias.moveBeforeTopologicallyValid(f->conv, f->add))
+            found.push_back(*f);
+  }
+  for (const ResidualAdd& f : found) {
+    const auto p = layouts::convParams(f.conv);
+    Value* w = layouts::topConstant(
+        g, c10::make_intrusive<runtime::PackedConv>(p->weight, p->bias, p->stride, p->padding,
+                                                    p->dilation, p->groups, f.post));
+    Node* last = f.act ? f.act : f.add;
+    Node* run = layouts::place(
+        g.create(layouts::sym("xalloc::conv2d_packed_add"), {f.conv->input(0), w, f.residual}),
+        f.add, f.conv);
+    run->output()->setType(last->output()->type());
+    run->output()->copyMetadata(last->output());
+    last->output()->replaceAllUsesWith(run->output());
+    std::replace(r.nodes.begin(), r.nodes.end(), f.conv, run);
+    for (Node* gone : {f.act, f.add, f.conv})
+      if (gone) {
+        r.nodes.erase(std::remove(r.nodes.begin(), r.nodes.end(), gone), r.nodes.end());
+        gone->destroy();
+      }
+    ++e.packed;
+    e.fused += f.act ? 2 : 1;
+  }
+}
+
+class ChannelsLastPackedAdd final : public RegionLayout {
+public:
+  ChannelsLastPackedAdd() : RegionLayout("channels_last+packed+add") {}
+  RegionEdit apply(torch::jit::Graph& g, LayoutRegion& r) const override {
+    return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast, [&](RegionEdit& e) {
+      fuseResidualAdds(g, r, e);
+      layouts::packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed",
+                       [](const Node* n, const std::string& post) -> c10::IValue {
+                         auto p = layouts::convParams(n);
+                         if (!p)
+                           return {};
+                         return c10::make_intrusive<runtime::PackedConv>(
+                             p->weight, p->bias, p->stride, p->padding, p->dilation, p->groups,
+                             post);
+                       });
+    });
+  }
+  bool appliedAt(const Node* now, const std::string&) const override {
+    return now->kind() == layouts::sym("xalloc::conv2d_packed_add") ||
+           now->kind() == layouts::sym("xalloc::conv2d_packed");
+  }
+};
+
+} // namespace
+
+const RegionLayout& channels_last_packed_addLayout() {
+  static const ChannelsLastPackedAdd layout;
+  return layout;
+}
+
+} // namespace xalloc::tspass
