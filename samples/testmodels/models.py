@@ -17,6 +17,9 @@ pattern the tools must handle:
 - TinyCNN: one layout region, small enough for unit tests: convolutions with batch norms,
   a depthwise convolution with SiLU, squeeze-and-excitation, a residual add with ReLU, pooling,
   then flatten and a Linear (outside the region).
+- ResBlocks: three ResNet basic blocks in a row as torchvision writes them (`out += identity`;
+  the first block's output is the second's residual, the third's downsampling is computed after
+  its conv2).
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
@@ -197,6 +200,38 @@ class TinyCNN(nn.Module):
         return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = stride != 1 or cin != cout
+        self.ds = nn.Conv2d(cin, cout, 1, stride, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        if self.down:
+            identity = self.ds(x)
+        out += identity
+        return F.relu(out)
+
+
+class ResBlocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.b1 = BasicBlock(16, 16, 1)
+        self.b2 = BasicBlock(16, 16, 1)
+        self.b3 = BasicBlock(16, 32, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_avg_pool2d(self.b3(self.b2(self.b1(F.relu(self.stem(x))))), 1)
+
+
 class TracedMixer(TokenMixer):
     """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
     node's source range is the Python stack the tracer saw, not an expression."""
@@ -216,4 +251,5 @@ MODELS = {
     "traced": (TracedMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "frozen": (FrozenMLP, [{"name": "x", "shape": [4, 512], "dtype": "float32"}]),
     "tinycnn": (TinyCNN, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
+    "resblocks": (ResBlocks, [{"name": "x", "shape": [2, 3, 24, 24], "dtype": "float32"}]),
 }

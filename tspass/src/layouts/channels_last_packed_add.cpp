@@ -25,7 +25,9 @@ struct ResidualAdd {
   Node* conv = nullptr;
   Node* add = nullptr;
   Node* act = nullptr; // the activation fused after the add, or none
-  Value* residual = nullptr;
+  /// Which of the add's inputs is the residual. An index, not the value: fusing an earlier add
+  /// replaces the value a later one reads (a block's output is the next block's residual).
+  std::size_t residual = 0;
   std::string post; // "add" or "add+relu"
 };
 
@@ -51,7 +53,7 @@ std::optional<ResidualAdd> residualAddAfter(Node* conv, const std::unordered_set
   if (add->input(other) == y || (add->kind() != c10::aten::add && other == 0) ||
       !add->input(other)->type()->cast<c10::TensorType>())
     return std::nullopt;
-  ResidualAdd r{conv, add, nullptr, add->input(other), "add"};
+  ResidualAdd r{conv, add, nullptr, other, "add"};
   if (add->output()->uses().size() == 1) {
     Node* u = add->output()->uses()[0].user;
     const FamilyInfo f = layoutFamily(u);
@@ -83,9 +85,9 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
         g, c10::make_intrusive<runtime::PackedConv>(p->weight, p->bias, p->stride, p->padding,
                                                     p->dilation, p->groups, f.post));
     Node* last = f.act ? f.act : f.add;
-    Node* run = layouts::place(
-        g.create(layouts::sym("xalloc::conv2d_packed_add"), {f.conv->input(0), w, f.residual}),
-        f.add, f.conv);
+    Node* run = layouts::place(g.create(layouts::sym("xalloc::conv2d_packed_add"),
+                                        {f.conv->input(0), w, f.add->input(f.residual)}),
+                               f.add, f.conv);
     run->output()->setType(last->output()->type());
     run->output()->copyMetadata(last->output());
     last->output()->replaceAllUsesWith(run->output());
