@@ -167,6 +167,14 @@ TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
       const at::Tensor got = conv->runAdd(x, r);
       EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
       EXPECT_LT(relError(got, conv->referenceAdd(x, r)), 1e-5) << channels_last;
+      // With relu and relu6 (clips), bit for bit the packed convolution, ATen's add and the
+      // activation one after another (oneDNN's silu and hard swish are its own, as fused alone).
+      const std::string act = std::string(post).size() > 4 ? std::string(post).substr(4) : "none";
+      if (act == "none" || act == "relu" || act == "relu6") {
+        auto plain = makeConv({"plain", 16, 32, 3, 1, 1, 1, "none"});
+        EXPECT_TRUE(at::equal(got, applyPostOp(at::add(plain->run(x), r), *parsePostOp(act))))
+            << channels_last;
+      }
     }
     // Non-finite values in x or in the residual come out where ATen's do, also through relu.
     at::Tensor xn = x.clone(), rn = at::randn({2, 32, 14, 14});

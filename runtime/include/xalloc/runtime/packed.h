@@ -85,7 +85,8 @@ struct SumBounds {
 /// A 2-D convolution (any groups, stride, padding, dilation) with its weight packed for oneDNN.
 /// Its post-op is an activation's name ("relu", "none", ...), or "add" / "add+<activation>":
 /// a residual added to the convolution's output before the activation, in the same pass
-/// (oneDNN's binary post-op; runAdd, xalloc::conv2d_packed_add).
+/// (oneDNN's sum post-op into an output that holds the residual; runAdd,
+/// xalloc::conv2d_packed_add).
 struct PackedConv : torch::CustomClassHolder {
   PackedConv(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<std::int64_t> stride,
              std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation,
@@ -95,8 +96,9 @@ struct PackedConv : torch::CustomClassHolder {
   /// The convolution of x (N, C, H, W, or C, H, W unbatched; any layout, channels-last is read
   /// in place) followed by the post-op: a channels-last output. Refused when it adds a residual.
   at::Tensor run(const at::Tensor& x);
-  /// post(conv(x) + residual), for a convolution made with an "add" post-op: the residual read
-  /// in place when it is a channels-last float32 CPU tensor of the output's sizes; any other
+  /// post(conv(x) + residual), for a convolution made with an "add" post-op: the residual
+  /// copied into the output, which the convolution is added to, when it is a float32 CPU tensor
+  /// of the output's sizes (any layout); any other
   /// residual (broadcast, another dtype) gets ATen's conv2d, add and activation, as does one
   /// that is not finite when the activation turns NaN into a number.
   at::Tensor runAdd(const at::Tensor& x, const at::Tensor& residual);
