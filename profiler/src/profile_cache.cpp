@@ -2,6 +2,8 @@
 // profile reused whole, the launcher told where it is, the copy bandwidth, timelines.
 #include "profiler_impl.h"
 
+#include "xalloc/tspass/region_layouts.h"
+
 namespace xalloc::profiler::detail {
 
 void Profiler::openDb() {
@@ -39,6 +41,12 @@ std::string Profiler::profileKey() const {
       {"sweep", o_.sweep ? nlohmann::json{o_.sweep_count, o_.sweep_max_bytes} : nlohmann::json()},
       {"min_window_ms", o_.min_window_ms},
       {"analysis", kProfileAnalysis}};
+  // The region layouts this process can run are the candidates a profile measures: a layout
+  // added (or a runtime built without oneDNN) is another profile.
+  k["layouts"] = nlohmann::json::array();
+  for (const tspass::RegionLayout* l : tspass::regionLayouts())
+    if (l->available())
+      k["layouts"].push_back(l->traits().name);
   for (const auto& in : p_.settings.inputs)
     k["inputs"].push_back(formats::toJson(in));
   return "profile|" + sha256Hex(k.dump());
