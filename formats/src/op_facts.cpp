@@ -102,6 +102,10 @@ const std::vector<OpFacts>& rows() {
       family("aten::max_pool3d", F::Pool, false),
       family("aten::avg_pool3d", F::Pool, false),
       family("aten::adaptive_avg_pool3d", F::Pool, false),
+      // concatenation (of a list built for it alone: tspass/layout_families.cpp); each input
+      // keeps its layout in the output, so a region runs through it (SqueezeNet's Fire
+      // modules, DenseNet's blocks)
+      family("aten::cat", F::Concat, false),
       // linears: row-major activations, the weight the only layout to choose
       family("aten::linear", F::Linear, false),
   };

@@ -20,6 +20,9 @@ pattern the tools must handle:
 - ResBlocks: three ResNet basic blocks in a row as torchvision writes them (`out += identity`;
   the first block's output is the second's residual, the third's downsampling is computed after
   its conv2).
+- FireNet: two SqueezeNet Fire modules (a squeeze convolution, two expand convolutions whose
+  outputs torch.cat joins) between a stem and a global pooling: one layout region through the
+  concatenations.
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
@@ -232,6 +235,30 @@ class ResBlocks(nn.Module):
         return F.adaptive_avg_pool2d(self.b3(self.b2(self.b1(F.relu(self.stem(x))))), 1)
 
 
+class Fire(nn.Module):
+    def __init__(self, cin: int, squeeze: int, expand: int):
+        super().__init__()
+        self.squeeze = nn.Conv2d(cin, squeeze, 1)
+        self.expand1x1 = nn.Conv2d(squeeze, expand, 1)
+        self.expand3x3 = nn.Conv2d(squeeze, expand, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.squeeze(x))
+        return torch.cat([F.relu(self.expand1x1(x)), F.relu(self.expand3x3(x))], 1)
+
+
+class FireNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2)
+        self.fire1 = Fire(16, 8, 16)
+        self.fire2 = Fire(32, 8, 24)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.stem(x)), 3, 2, ceil_mode=True)
+        return F.adaptive_avg_pool2d(self.fire2(self.fire1(x)), 1)
+
+
 class TracedMixer(TokenMixer):
     """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
     node's source range is the Python stack the tracer saw, not an expression."""
@@ -251,5 +278,6 @@ MODELS = {
     "traced": (TracedMixer, [{"name": "x", "shape": [8, 64, 96], "dtype": "float32"}]),
     "frozen": (FrozenMLP, [{"name": "x", "shape": [4, 512], "dtype": "float32"}]),
     "tinycnn": (TinyCNN, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
+    "firenet": (FireNet, [{"name": "x", "shape": [2, 3, 40, 40], "dtype": "float32"}]),
     "resblocks": (ResBlocks, [{"name": "x", "shape": [2, 3, 24, 24], "dtype": "float32"}]),
 }

@@ -299,6 +299,45 @@ TEST(Regions, ResidualAddsFuseIntoThePackedConvolution) {
   expectResidualAddsFused("resblocks", 3, 6); // 3 adds, 3 relus
 }
 
+// A concatenation of tensors the region makes (SqueezeNet's Fire modules) is a region op, with
+// the list it reads: FireNet is one region from the stem to the pooling, and every layout keeps
+// its values through the concatenations (blocked reads them dense), saved and loaded.
+TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
+  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/firenet.pt";
+  for (const formats::LayoutTraits& t : formats::regionLayoutTraits()) {
+    if (!t.fits(4) || t.name == std::string("contiguous"))
+      continue;
+    if (t.needs_onednn && !runtime::hasPackedConv())
+      continue;
+    SCOPED_TRACE(t.name);
+    Frozen f{loadModel(path), nullptr, {}};
+    freezeModel(f.model, "forward");
+    canonicalize(f.model, "forward");
+    f.graph = f.model.module.get_method("forward").graph();
+    auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
+    f.inputs = methodInputs(f.model.module, "forward", x, path);
+    const c10::IValue before = run(f.graph, f.inputs);
+    auto regions = convRegions(*f.graph, ranksOf(f));
+    ASSERT_EQ(regions.size(), 1u);
+    EXPECT_EQ(regions[0].convolutions, 7);
+    EXPECT_EQ(countIn(regions[0], "aten::cat"), 2u);
+    EXPECT_EQ(countIn(regions[0], "prim::ListConstruct"), 2u);
+    EXPECT_EQ(regionEntries(regions[0]).size(), 1u);
+    EXPECT_EQ(regionExits(regions[0]).size(), 1u);
+    const RegionEdit e = applyRegionLayout(*f.graph, regions[0], formats::candidateOf(t));
+    ASSERT_TRUE(e.applied) << e.message;
+    f.graph->lint();
+    EXPECT_EQ(count(*f.graph, "aten::cat"), 2u);
+    const c10::IValue after = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
+    EXPECT_LE(maxRelativeError(before, after), 1e-5);
+    const std::string saved = xalloc::testing::tempPath("firenet.pt");
+    saveModel(f.model.module, saved, {});
+    LoadedModel back = loadModel(saved);
+    std::remove(saved.c_str());
+    EXPECT_TRUE(bitwiseEqual(after, back.module.forward({f.inputs.begin() + 1, f.inputs.end()})));
+  }
+}
+
 TEST(Regions, PackedAndBlockedRegionsSurviveSaveAndLoad) {
   for (const auto& c :
        {candidate(LayoutTarget::ChannelsLast, true), candidate(LayoutTarget::Blocked)}) {

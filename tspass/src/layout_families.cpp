@@ -3,6 +3,8 @@
 // string padding, the tanh GELU, hardtanh as relu6, MKLDNN's binary ops).
 #include "xalloc/tspass/layout_families.h"
 
+#include <numeric>
+
 #include "xalloc/formats/op_facts.h"
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -36,9 +38,44 @@ bool isTensor(const torch::jit::Value* v) {
   return v->type()->cast<c10::TensorType>() != nullptr;
 }
 
+// The list a concatenation in a region reads: built by prim::ListConstruct of tensors, read by
+// that concatenation alone.
+bool isConcatList(const torch::jit::Value* list) {
+  const Node* l = list->node();
+  if (l->kind() != c10::prim::ListConstruct || l->inputs().empty() || list->uses().size() != 1)
+    return false;
+  for (const torch::jit::Value* v : l->inputs())
+    if (!isTensor(v))
+      return false;
+  return true;
+}
+
+// aten::cat(ListConstruct(...), dim) with a constant dim, and that list: family Concat.
+FamilyInfo concatFamily(const Node* n) {
+  FamilyInfo info;
+  const formats::OpFacts* e = formats::opFacts("aten::cat");
+  if (!e || e->family != LayoutFamily::Concat)
+    return info;
+  const Node* cat = n;
+  if (n->kind() == c10::prim::ListConstruct) {
+    if (n->output()->uses().size() != 1 || n->output()->uses()[0].offset != 0)
+      return info;
+    cat = n->output()->uses()[0].user;
+  }
+  if (cat->kind() != c10::aten::cat || cat->inputs().size() != 2 || cat->outputs().size() != 1 ||
+      !isTensor(cat->output()) || !isConcatList(cat->input(0)) ||
+      !torch::jit::toIValue(cat->input(1)))
+    return info;
+  info.family = LayoutFamily::Concat;
+  info.mkldnn = e->mkldnn;
+  return info;
+}
+
 } // namespace
 
 FamilyInfo layoutFamily(const Node* n) {
+  if (n->kind() == c10::aten::cat || n->kind() == c10::prim::ListConstruct)
+    return concatFamily(n);
   FamilyInfo info;
   const std::string qual = n->kind().toQualString();
   if (qual.rfind("aten::", 0) != 0 || n->outputs().size() != 1 || !isTensor(n->output()) ||
@@ -101,6 +138,13 @@ std::vector<std::size_t> activationInputs(const Node* n, LayoutFamily f) {
   switch (f) {
   case LayoutFamily::None:
     return {};
+  case LayoutFamily::Concat: { // the list's tensors; the concatenation's list
+    if (n->kind() != c10::prim::ListConstruct)
+      return {0};
+    std::vector<std::size_t> out(n->inputs().size());
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
   case LayoutFamily::Binary: {
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < n->inputs().size() && i < 2; ++i)

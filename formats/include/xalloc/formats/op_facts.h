@@ -19,6 +19,8 @@ enum class OpFamily {
   Norm,   // batch_norm in eval mode: input 0
   Pool,   // max/avg/adaptive pooling: input 0
   Linear, // aten::linear: a region of its own (its weight re-laid), never joined to others
+  Concat, // aten::cat of a prim::ListConstruct read by it alone: the list's every tensor, and
+          // the list itself (the cat's input 0); both join the region
 };
 
 struct OpFacts {
