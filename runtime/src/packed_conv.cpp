@@ -1,104 +1,22 @@
-// xalloc::conv2d_packed and xalloc::linear_packed: frozen convolutions and linears whose weights
-// oneDNN packs once per input shape (a bounded LRU of shapes; shapes whose kernels read the same
-// packed layout share one copy of the weight), with the activation after them fused (packed.h).
-// Each call runs the shared primitive with a scratchpad of its own thread, so any number of
-// threads may call one op at once.
-#include "xalloc/runtime/packed.h"
-
-#include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-#include <unordered_map>
+// xalloc::conv2d_packed and xalloc::conv2d_packed_add: frozen convolutions whose weights oneDNN
+// packs once per input shape (a bounded LRU of shapes; shapes whose kernels read the same packed
+// layout share one copy of the weight), with the activation after them fused, and a residual
+// added in the same pass (packed.h). Each call runs the shared primitive with a scratchpad of
+// its own thread, so any number of threads may call one op at once.
+#include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
-#include "env_count.h"
 #include "finite_scan.h"
 #include "packed_checks.h"
+#include "xalloc/runtime/packed.h"
 
 #ifdef XALLOC_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "packed_dnnl.h"
 #endif
 
 namespace xalloc::runtime {
-
-namespace {
-constexpr std::pair<PostOp, const char*> kPostOps[] = {
-    {PostOp::None, "none"},       {PostOp::Relu, "relu"},
-    {PostOp::Silu, "silu"},       {PostOp::Hardswish, "hardswish"},
-    {PostOp::Sigmoid, "sigmoid"}, {PostOp::Gelu, "gelu"},
-    {PostOp::Relu6, "relu6"},     {PostOp::Hardsigmoid, "hardsigmoid"},
-    {PostOp::Tanh, "tanh"}};
-
-constexpr std::size_t kMaxCache = 4096;
-std::atomic<std::size_t> g_cache_capacity{0}; // 0: not read from the environment yet
-} // namespace
-
-std::optional<PostOp> parsePostOp(const std::string& name) {
-  for (const auto& [p, n] : kPostOps)
-    if (name == n)
-      return p;
-  return std::nullopt;
-}
-
-const char* postOpName(PostOp p) {
-  for (const auto& [q, n] : kPostOps)
-    if (p == q)
-      return n;
-  return "?";
-}
-
-std::optional<PostOp> postOpForAten(const std::string& kind) {
-  std::string k = kind;
-  if (k.rfind("aten::", 0) != 0)
-    return std::nullopt;
-  k = k.substr(6);
-  if (!k.empty() && k.back() == '_')
-    k.pop_back();
-  if (k == "relu6" || k == "hardtanh" || k == "none")
-    return std::nullopt; // relu6 is hardtanh(0, 6): the caller checks its bounds
-  return parsePostOp(k);
-}
-
-std::size_t packedCacheCapacity() {
-  std::size_t c = g_cache_capacity.load();
-  if (c != 0)
-    return c;
-  c = envCount("XALLOC_PACKED_CACHE", 8, 1, kMaxCache, "input shapes");
-  g_cache_capacity.store(c);
-  return c;
-}
-
-void setPackedCacheCapacity(std::size_t shapes) {
-  TORCH_CHECK(shapes >= 1 && shapes <= kMaxCache, "xalloc: a packed op keeps 1 to ", kMaxCache,
-              " input shapes, not ", shapes);
-  g_cache_capacity.store(shapes);
-}
-
-at::Tensor applyPostOp(const at::Tensor& y, PostOp p) {
-  switch (p) {
-  case PostOp::None:
-    return y;
-  case PostOp::Relu:
-    return at::relu(y);
-  case PostOp::Silu:
-    return at::silu(y);
-  case PostOp::Hardswish:
-    return at::hardswish(y);
-  case PostOp::Sigmoid:
-    return at::sigmoid(y);
-  case PostOp::Gelu:
-    return at::gelu(y);
-  case PostOp::Relu6:
-    return at::hardtanh(y, 0, 6);
-  case PostOp::Hardsigmoid:
-    return at::hardsigmoid(y);
-  case PostOp::Tanh:
-    return at::tanh(y);
-  }
-  return y;
-}
 
 namespace {
 constexpr const char* kConv = "xalloc::conv2d_packed";
@@ -108,7 +26,6 @@ constexpr const char* kConv = "xalloc::conv2d_packed";
 [[maybe_unused]] bool eatsNaN(PostOp p) {
   return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
 }
-constexpr const char* kLinear = "xalloc::linear_packed";
 
 // ATen's checks of a conv2d input (3-D unbatched or 4-D), in ATen's words where they exist.
 [[maybe_unused]] void checkConvInput(const at::Tensor& x, const PackedConv& c) {
@@ -174,140 +91,9 @@ ConvPost splitConvPost(const std::string& post_op) {
 }
 } // namespace
 
-at::Tensor PackedLinear::reference(const at::Tensor& x) const {
-  return applyPostOp(at::linear(x, weight, bias ? *bias : at::Tensor()), post);
-}
-
 #ifdef XALLOC_WITH_DNNL
 
-bool hasPackedConv() {
-  return true;
-}
-
-namespace {
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-// The activation's post-ops, after a sum when the output holds a residual to add. A sum, not a
-// binary add reading the residual where it is: with a binary post-op oneDNN 2.6 leaves its
-// brgemm convolutions for older kernels, 8-28% slower on AVX-512 (ResNet's 3x3 convolutions).
-dnnl::post_ops postOps(PostOp p, bool residual) {
-  using A = dnnl::algorithm;
-  dnnl::post_ops po;
-  if (residual)
-    po.append_sum(1.f);
-  switch (p) {
-  case PostOp::None:
-    break;
-  case PostOp::Relu:
-    po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f);
-    break;
-  case PostOp::Silu:
-    po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f);
-    break;
-  case PostOp::Hardswish:
-    po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);
-    break;
-  case PostOp::Sigmoid:
-    po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f);
-    break;
-  case PostOp::Gelu:
-    po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f);
-    break;
-  case PostOp::Relu6:
-    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 6.f);
-    break;
-  case PostOp::Hardsigmoid: // relu6(x + 3) / 6
-    po.append_eltwise(1.f, A::eltwise_linear, 1.f / 6.f, 0.5f);
-    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
-    break;
-  case PostOp::Tanh:
-    po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f);
-    break;
-  }
-  return po;
-}
-
-// Every primitive is made for a scratchpad the caller passes (never the library's own, which
-// Debian's build shares between the threads that run one primitive).
-dnnl::primitive_attr userScratchpad(PostOp p, bool residual = false) {
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(p, residual));
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
-void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
-             std::unordered_map<int, dnnl::memory> args) {
-  const std::size_t bytes = scratch.get_size();
-  if (bytes > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl::memory(scratch, engine(), detail::threadScratch(bytes)));
-  prim.execute(stream(), args);
-  stream().wait();
-}
-
-// The dense weight `plain_md` (data at `data`) packed into `packed_md` once.
-dnnl::memory packInto(const dnnl::memory::desc& plain_md, void* data,
-                      const dnnl::memory::desc& packed_md) {
-  dnnl::memory plain(plain_md, engine(), data);
-  dnnl::memory packed(packed_md, engine());
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::reorder::primitive_desc pd(plain, packed, attr);
-  execute(dnnl::reorder(pd), pd.scratchpad_desc(), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, packed}});
-  return packed;
-}
-
-// The packed copy among `list` whose layout is `md`, or a new one `make()` packs (and `list`
-// pruned of copies no cached shape uses any more).
-template <class W, class Make>
-std::shared_ptr<W> sharedWeights(std::mutex& m, std::vector<std::weak_ptr<W>>& list,
-                                 const dnnl::memory::desc& md, Make make) {
-  std::lock_guard<std::mutex> lock(m);
-  list.erase(std::remove_if(list.begin(), list.end(), [](const auto& w) { return w.expired(); }),
-             list.end());
-  for (const auto& w : list)
-    if (auto s = w.lock(); s && s->mem.get_desc() == md)
-      return s;
-  auto s = std::make_shared<W>(W{make()});
-  list.push_back(s);
-  return s;
-}
-
-// The prepared primitive of a conv or linear on x, into out (its bias, if any, as it is stored;
-// out holds the residual its sum post-op adds, when it has one).
-template <class Prepared>
-void runPrepared(const Prepared& p, const at::Tensor& x, const at::Tensor& out,
-                 const c10::optional<at::Tensor>& bias) {
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(p.src, engine(), x.data_ptr())},
-      {DNNL_ARG_WEIGHTS, p.weights->mem},
-      {DNNL_ARG_DST, dnnl::memory(p.dst, engine(), out.data_ptr())}};
-  if (bias)
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), bias->data_ptr()));
-  execute(p.primitive, p.scratch, std::move(args));
-}
-
-template <class W> std::size_t liveCount(std::mutex& m, const std::vector<std::weak_ptr<W>>& l) {
-  std::lock_guard<std::mutex> lock(m);
-  return static_cast<std::size_t>(
-      std::count_if(l.begin(), l.end(), [](const auto& w) { return !w.expired(); }));
-}
-
-} // namespace
-
-struct PackedWeights {
-  dnnl::memory mem; // packed, owned by oneDNN
-};
+using namespace detail;
 
 struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
@@ -405,72 +191,9 @@ std::size_t PackedConv::packedWeights() const {
   return liveCount(weights_mutex_, weights_);
 }
 
-struct PackedLinear::Prepared {
-  dnnl::inner_product_forward primitive;
-  dnnl::memory::desc src, dst, bias, scratch;
-  std::shared_ptr<PackedWeights> weights;
-};
-
-std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
-  if (auto p = cache_.find(rows))
-    return p;
-  using dnnl::memory;
-  const std::int64_t out = weight.size(0), in = weight.size(1);
-  auto p = std::make_shared<Prepared>();
-  const auto f32 = memory::data_type::f32;
-  p->src = memory::desc({rows, in}, f32, memory::format_tag::nc);
-  p->dst = memory::desc({rows, out}, f32, memory::format_tag::nc);
-  const memory::desc w_any({out, in}, f32, memory::format_tag::any);
-  p->bias = memory::desc({out}, f32, memory::format_tag::x);
-  const auto desc = bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             p->src, w_any, p->bias, p->dst)
-                         : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             p->src, w_any, p->dst);
-  const dnnl::inner_product_forward::primitive_desc pd(desc, userScratchpad(post), engine());
-  p->primitive = dnnl::inner_product_forward(pd);
-  p->scratch = pd.scratchpad_desc();
-  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(), [&] {
-    return packInto(memory::desc({out, in}, f32, memory::format_tag::oi), weight.data_ptr(),
-                    pd.weights_desc());
-  });
-  return cache_.insert(rows, std::move(p));
-}
-
-at::Tensor PackedLinear::run(const at::Tensor& x_in) {
-  detail::checkOnCpu(weight, "xalloc.PackedLinear", "weight");
-  detail::checkInput(x_in, kLinear);
-  TORCH_CHECK(x_in.dim() >= 1, kLinear,
-              ": both arguments to linear need to be at least 1D, but they are ", x_in.dim(),
-              "D and 2D");
-  const std::int64_t in = weight.size(1), outs = weight.size(0);
-  TORCH_CHECK(x_in.size(-1) == in, kLinear, ": mat1 and mat2 shapes cannot be multiplied (",
-              x_in.numel() / std::max<std::int64_t>(x_in.size(-1), 1), "x", x_in.size(-1), " and ",
-              in, "x", outs, ")");
-  const at::Tensor x = x_in.contiguous();
-  const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
-  // No features: ATen's result is the bias (then the activation); no rows: an empty result.
-  if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, eatsNaN(post), bounds_))
-    return reference(x_in);
-  const auto p = prepare(rows);
-  std::vector<std::int64_t> sizes = x.sizes().vec();
-  sizes.back() = outs;
-  at::Tensor out = at::empty(sizes, x.options());
-  runPrepared(*p, x, out, bias);
-  return out;
-}
-
-std::size_t PackedLinear::packedWeights() const {
-  return liveCount(weights_mutex_, weights_);
-}
-
 #else
 
-bool hasPackedConv() {
-  return false;
-}
-struct PackedWeights {};
 struct PackedConv::Prepared {};
-struct PackedLinear::Prepared {};
 at::Tensor PackedConv::run(const at::Tensor&) {
   TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
 }
@@ -480,22 +203,13 @@ at::Tensor PackedConv::runAdd(const at::Tensor&, const at::Tensor&) {
 at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*) {
   TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
 }
-at::Tensor PackedLinear::run(const at::Tensor&) {
-  TORCH_CHECK(false, kLinear, ": this runtime was built without oneDNN");
-}
 std::size_t PackedConv::packedWeights() const {
-  return 0;
-}
-std::size_t PackedLinear::packedWeights() const {
   return 0;
 }
 
 #endif
 
 std::size_t PackedConv::preparedShapes() const {
-  return cache_.size();
-}
-std::size_t PackedLinear::preparedShapes() const {
   return cache_.size();
 }
 
@@ -526,22 +240,6 @@ PackedConv::State PackedConv::state() const {
   if (residual)
     p = post == PostOp::None ? "add" : "add+" + p;
   return {weight, bias, stride, padding, dilation, groups, p};
-}
-
-PackedLinear::PackedLinear(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
-                           std::string post_op)
-    : weight(std::move(weight_in)), bias(std::move(bias_in)), cache_(packedCacheCapacity()) {
-  constexpr const char* who = "xalloc.PackedLinear";
-  detail::checkStoredTensor(weight, who, "weight");
-  TORCH_CHECK(weight.dim() == 2, who, ": needs a 2-D weight (out, in), got ", weight.sizes());
-  post = detail::checkBiasAndPostOp(who, weight, bias, post_op);
-  bounds_ = detail::sumBounds(weight, bias);
-}
-
-PackedLinear::~PackedLinear() = default;
-
-PackedLinear::State PackedLinear::state() const {
-  return {weight, bias, postOpName(post)};
 }
 
 } // namespace xalloc::runtime

@@ -1,0 +1,126 @@
+// xalloc::linear_packed: a frozen linear whose weight oneDNN packs once per number of rows (a
+// bounded LRU; row counts whose kernels read the same packed layout share one copy), with the
+// activation after it fused (packed.h). Each call brings its own thread's scratchpad.
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "packed_checks.h"
+#include "xalloc/runtime/packed.h"
+
+#ifdef XALLOC_WITH_DNNL
+#include "packed_dnnl.h"
+#endif
+
+namespace xalloc::runtime {
+
+namespace {
+constexpr const char* kLinear = "xalloc::linear_packed";
+
+// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
+// a number out, where ATen's activations keep NaN.
+[[maybe_unused]] bool eatsNaN(PostOp p) {
+  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
+}
+} // namespace
+
+at::Tensor PackedLinear::reference(const at::Tensor& x) const {
+  return applyPostOp(at::linear(x, weight, bias ? *bias : at::Tensor()), post);
+}
+
+#ifdef XALLOC_WITH_DNNL
+
+using namespace detail;
+
+struct PackedLinear::Prepared {
+  dnnl::inner_product_forward primitive;
+  dnnl::memory::desc src, dst, bias, scratch;
+  std::shared_ptr<PackedWeights> weights;
+};
+
+std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
+  if (auto p = cache_.find(rows))
+    return p;
+  using dnnl::memory;
+  const std::int64_t out = weight.size(0), in = weight.size(1);
+  auto p = std::make_shared<Prepared>();
+  const auto f32 = memory::data_type::f32;
+  p->src = memory::desc({rows, in}, f32, memory::format_tag::nc);
+  p->dst = memory::desc({rows, out}, f32, memory::format_tag::nc);
+  const memory::desc w_any({out, in}, f32, memory::format_tag::any);
+  p->bias = memory::desc({out}, f32, memory::format_tag::x);
+  const auto desc = bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             p->src, w_any, p->bias, p->dst)
+                         : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             p->src, w_any, p->dst);
+  const dnnl::inner_product_forward::primitive_desc pd(desc, userScratchpad(post), engine());
+  p->primitive = dnnl::inner_product_forward(pd);
+  p->scratch = pd.scratchpad_desc();
+  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(), [&] {
+    return packInto(memory::desc({out, in}, f32, memory::format_tag::oi), weight.data_ptr(),
+                    pd.weights_desc());
+  });
+  return cache_.insert(rows, std::move(p));
+}
+
+at::Tensor PackedLinear::run(const at::Tensor& x_in) {
+  detail::checkOnCpu(weight, "xalloc.PackedLinear", "weight");
+  detail::checkInput(x_in, kLinear);
+  TORCH_CHECK(x_in.dim() >= 1, kLinear,
+              ": both arguments to linear need to be at least 1D, but they are ", x_in.dim(),
+              "D and 2D");
+  const std::int64_t in = weight.size(1), outs = weight.size(0);
+  TORCH_CHECK(x_in.size(-1) == in, kLinear, ": mat1 and mat2 shapes cannot be multiplied (",
+              x_in.numel() / std::max<std::int64_t>(x_in.size(-1), 1), "x", x_in.size(-1), " and ",
+              in, "x", outs, ")");
+  const at::Tensor x = x_in.contiguous();
+  const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
+  // No features: ATen's result is the bias (then the activation); no rows: an empty result.
+  if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, eatsNaN(post), bounds_))
+    return reference(x_in);
+  const auto p = prepare(rows);
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = outs;
+  at::Tensor out = at::empty(sizes, x.options());
+  runPrepared(*p, x, out, bias);
+  return out;
+}
+
+std::size_t PackedLinear::packedWeights() const {
+  return liveCount(weights_mutex_, weights_);
+}
+
+#else
+
+struct PackedLinear::Prepared {};
+at::Tensor PackedLinear::run(const at::Tensor&) {
+  TORCH_CHECK(false, kLinear, ": this runtime was built without oneDNN");
+}
+std::size_t PackedLinear::packedWeights() const {
+  return 0;
+}
+
+#endif
+
+std::size_t PackedLinear::preparedShapes() const {
+  return cache_.size();
+}
+
+PackedLinear::PackedLinear(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
+                           std::string post_op)
+    : weight(std::move(weight_in)), bias(std::move(bias_in)), cache_(packedCacheCapacity()) {
+  constexpr const char* who = "xalloc.PackedLinear";
+  detail::checkStoredTensor(weight, who, "weight");
+  TORCH_CHECK(weight.dim() == 2, who, ": needs a 2-D weight (out, in), got ", weight.sizes());
+  post = detail::checkBiasAndPostOp(who, weight, bias, post_op);
+  bounds_ = detail::sumBounds(weight, bias);
+}
+
+PackedLinear::~PackedLinear() = default;
+
+PackedLinear::State PackedLinear::state() const {
+  return {weight, bias, postOpName(post)};
+}
+
+} // namespace xalloc::runtime
