@@ -8,6 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-asan}
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 jobs=$(nproc)
+# ccache hits across clones (CI builds a fresh one each time): paths under the clone hashed
+# relative to it, and the build folder not hashed. Only this build: the tests that read the main
+# build's debug information want its absolute paths.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DXALLOC_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target xalloc_unit_tests >"$build/sanitize-build.log" 2>&1 || {
