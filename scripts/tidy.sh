@@ -20,10 +20,19 @@ files=(common/src/*.cpp formats/src/*.cpp memplan/src/*.cpp costfit/src/*.cpp sc
   scheduler/src/rules/*.cpp runtime/src/{stats,log_stage,retry,simulated_device,stack,ledger}.cpp)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# GCC's warning flags in the compile commands are unknown to clang: not findings.
-printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet \
-  --extra-arg=-Wno-unknown-warning-option >"$log" 2>&1
-rc=$?
+# Files whose preprocessed text, .clang-tidy and clang-tidy were all seen clean before are not
+# checked again (scripts/tidy_cache.py; XALLOC_TIDY_CACHE=0 checks every file).
+stale=("${files[@]}")
+if [[ ${XALLOC_TIDY_CACHE:-1} != 0 ]] && command -v python3 >/dev/null; then
+  mapfile -t stale < <(python3 scripts/tidy_cache.py stale "$build" "$tidy" "${files[@]}")
+fi
+rc=0
+if [[ ${#stale[@]} -gt 0 ]]; then
+  # GCC's warning flags in the compile commands are unknown to clang: not findings.
+  printf '%s\n' "${stale[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet \
+    --extra-arg=-Wno-unknown-warning-option >"$log" 2>&1
+  rc=$?
+fi
 if grep -qE '(warning|error): ' "$log"; then
   grep -E -A3 '(warning|error): ' "$log"
   echo "tidy: findings in ${#files[@]} files"
@@ -33,4 +42,7 @@ if [[ $rc -ne 0 ]]; then
   tail -20 "$log"
   exit 1
 fi
-echo "tidy: ${#files[@]} files clean"
+if [[ ${#stale[@]} -gt 0 && ${XALLOC_TIDY_CACHE:-1} != 0 ]] && command -v python3 >/dev/null; then
+  python3 scripts/tidy_cache.py clean "$build" "$tidy" "${stale[@]}"
+fi
+echo "tidy: ${#files[@]} files clean (${#stale[@]} checked, $((${#files[@]} - ${#stale[@]})) unchanged since a clean check)"
