@@ -325,6 +325,12 @@ TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
     EXPECT_EQ(regionEntries(regions[0]).size(), 1u);
     EXPECT_EQ(regionExits(regions[0]).size(), 1u);
     const RegionEdit e = applyRegionLayout(*f.graph, regions[0], formats::candidateOf(t));
+    if (t.name == std::string("channels_last+packed+add")) {
+      // FireNet has no residual add: the layout says so rather than repeat channels_last+packed.
+      EXPECT_FALSE(e.applied);
+      EXPECT_NE(e.message.find("residual add"), std::string::npos) << e.message;
+      continue;
+    }
     ASSERT_TRUE(e.applied) << e.message;
     f.graph->lint();
     EXPECT_EQ(count(*f.graph, "aten::cat"), 2u);

@@ -5,6 +5,9 @@
 // post-op) where ATen reads and writes the output twice more. The convolution moves down to the
 // add (r may be made after it, as a ResNet's downsampling is) only where the alias analysis
 // says nothing in between writes what it reads.
+#include <algorithm>
+#include <unordered_set>
+
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 
@@ -106,17 +109,19 @@ class ChannelsLastPackedAdd final : public RegionLayout {
 public:
   ChannelsLastPackedAdd() : RegionLayout("channels_last+packed+add") {}
   RegionEdit apply(torch::jit::Graph& g, LayoutRegion& r) const override {
+    // Without a residual add to fuse it is channels_last+packed: not measured twice.
+    const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+    if (std::none_of(r.nodes.begin(), r.nodes.end(), [&](Node* n) {
+          return n->kind() == c10::aten::conv2d && residualAddAfter(n, in);
+        })) {
+      RegionEdit e;
+      e.message = "no convolution of the region is read by a residual add alone: it is "
+                  "channels_last+packed";
+      return e;
+    }
     return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast, [&](RegionEdit& e) {
       fuseResidualAdds(g, r, e);
-      layouts::packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed",
-                       [](const Node* n, const std::string& post) -> c10::IValue {
-                         auto p = layouts::convParams(n);
-                         if (!p)
-                           return {};
-                         return c10::make_intrusive<runtime::PackedConv>(
-                             p->weight, p->bias, p->stride, p->padding, p->dilation, p->groups,
-                             post);
-                       });
+      layouts::packConvs(g, r, e);
     });
   }
   bool appliedAt(const Node* now, const std::string&) const override {
