@@ -68,7 +68,8 @@ inline constexpr int kMeasureMethod = 4;
 // 10: consumers whose output changes layout are followed downstream.
 // 11: output errors element by element (tspass::maxRelativeError); packed and blocked regions
 // keep NaN and take their own scratchpads.
-inline constexpr int kProfileAnalysis = 11;
+// 12: regions run through concatenations; a layout that would repeat another is not measured.
+inline constexpr int kProfileAnalysis = 12;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 
