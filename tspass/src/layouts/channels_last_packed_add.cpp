@@ -12,7 +12,6 @@
 #include <torch/csrc/jit/ir/constants.h>
 
 #include "edit.h"
-#include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/layout_families.h"
 #include "xalloc/tspass/region_layouts.h"
 
@@ -83,23 +82,18 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
             found.push_back(*f);
   }
   for (const ResidualAdd& f : found) {
-    const auto p = layouts::convParams(f.conv);
-    Value* w = layouts::topConstant(
-        g, c10::make_intrusive<runtime::PackedConv>(p->weight, p->bias, p->stride, p->padding,
-                                                    p->dilation, p->groups, f.post));
+    Value* w = layouts::topConstant(g, layouts::packedConv(f.conv, f.post));
     Node* last = f.act ? f.act : f.add;
     Node* run = layouts::place(g.create(layouts::sym("xalloc::conv2d_packed_add"),
                                         {f.conv->input(0), w, f.add->input(f.residual)}),
                                f.add, f.conv);
     run->output()->setType(last->output()->type());
     run->output()->copyMetadata(last->output());
-    last->output()->replaceAllUsesWith(run->output());
-    std::replace(r.nodes.begin(), r.nodes.end(), f.conv, run);
-    for (Node* gone : {f.act, f.add, f.conv})
-      if (gone) {
-        r.nodes.erase(std::remove(r.nodes.begin(), r.nodes.end(), gone), r.nodes.end());
-        gone->destroy();
-      }
+    // The activation and the add go, their readers reading the packed op; then the convolution.
+    if (f.act)
+      layouts::dropNode(f.act, run->output(), r.nodes);
+    layouts::dropNode(f.add, run->output(), r.nodes);
+    layouts::replaceNode(f.conv, run, r.nodes);
     ++e.packed;
     e.fused += f.act ? 2 : 1;
   }

@@ -178,15 +178,16 @@ void packOps(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e, const char* k
   }
 }
 
+c10::IValue packedConv(const Node* conv, const std::string& post) {
+  auto p = convParams(conv);
+  if (!p)
+    return {};
+  return c10::make_intrusive<runtime::PackedConv>(p->weight, p->bias, p->stride, p->padding,
+                                                  p->dilation, p->groups, post);
+}
+
 void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
-  packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed",
-          [](const Node* n, const std::string& post) -> c10::IValue {
-            auto p = convParams(n);
-            if (!p)
-              return {};
-            return c10::make_intrusive<runtime::PackedConv>(
-                p->weight, p->bias, p->stride, p->padding, p->dilation, p->groups, post);
-          });
+  packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed", packedConv);
 }
 
 void relayWeights(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryFormat mf, RegionEdit& e) {

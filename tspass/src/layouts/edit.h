@@ -79,6 +79,9 @@ private:
 void packOps(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e, const char* kind,
              const char* packed_kind,
              const std::function<c10::IValue(const Node*, const std::string& post)>& pack);
+/// A runtime::PackedConv of the aten::conv2d `conv` with post-op `post` ("relu", "add+relu",
+/// ...); None when its parameters are not constants.
+c10::IValue packedConv(const Node* conv, const std::string& post);
 /// packOps for 2-D convolutions: each aten::conv2d with constant parameters becomes
 /// xalloc::conv2d_packed with a runtime::PackedConv, its activation fused.
 void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);
