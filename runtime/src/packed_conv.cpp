@@ -63,16 +63,16 @@ constexpr const char* kConv = "xalloc::conv2d_packed";
 }
 } // namespace
 
+at::Tensor PackedConv::atenConv(const at::Tensor& x) const {
+  return at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups);
+}
+
 at::Tensor PackedConv::reference(const at::Tensor& x) const {
-  return applyPostOp(
-      at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups), post);
+  return applyPostOp(atenConv(x), post);
 }
 
 at::Tensor PackedConv::referenceAdd(const at::Tensor& x, const at::Tensor& r) const {
-  return applyPostOp(
-      at::add(at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups),
-              r),
-      post);
+  return applyPostOp(at::add(atenConv(x), r), post);
 }
 
 namespace {

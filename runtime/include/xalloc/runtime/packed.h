@@ -126,6 +126,7 @@ struct PackedConv : torch::CustomClassHolder {
 private:
   std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
   at::Tensor runChecked(const at::Tensor& x_in, const at::Tensor* residual);
+  at::Tensor atenConv(const at::Tensor& x) const; // ATen's conv2d, no post-op
   LruCache<std::vector<std::int64_t>, Prepared> cache_;
   mutable std::mutex weights_mutex_;
   std::vector<std::weak_ptr<PackedWeights>> weights_; // packed layouts in use by cached shapes
