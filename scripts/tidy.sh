@@ -23,7 +23,9 @@ trap 'rm -f "$log"' EXIT
 # Files whose preprocessed text, .clang-tidy and clang-tidy were all seen clean before are not
 # checked again (scripts/tidy_cache.py; XALLOC_TIDY_CACHE=0 checks every file).
 stale=("${files[@]}")
-if [[ ${XALLOC_TIDY_CACHE:-1} != 0 ]] && command -v python3 >/dev/null; then
+cache=0
+[[ ${XALLOC_TIDY_CACHE:-1} != 0 ]] && command -v python3 >/dev/null && cache=1
+if [[ $cache == 1 ]]; then
   mapfile -t stale < <(python3 scripts/tidy_cache.py stale "$build" "$tidy" "${files[@]}")
 fi
 rc=0
@@ -42,7 +44,7 @@ if [[ $rc -ne 0 ]]; then
   tail -20 "$log"
   exit 1
 fi
-if [[ ${#stale[@]} -gt 0 && ${XALLOC_TIDY_CACHE:-1} != 0 ]] && command -v python3 >/dev/null; then
+if [[ ${#stale[@]} -gt 0 && $cache == 1 ]]; then
   python3 scripts/tidy_cache.py clean "$build" "$tidy" "${stale[@]}"
 fi
 echo "tidy: ${#files[@]} files clean (${#stale[@]} checked, $((${#files[@]} - ${#stale[@]})) unchanged since a clean check)"
