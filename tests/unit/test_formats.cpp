@@ -441,6 +441,20 @@ TEST(Formats, FirstLineSkipsLeadingBlankLines) {
 }
 
 namespace {
+Region sampleRegion();
+
+// A schedule of one decision: run sampleRegion() as channels_last+packed.
+Schedule sampleRegionSchedule() {
+  Schedule s;
+  s.model.path = "m.pt";
+  Decision d;
+  d.action = Action::Sync;
+  d.setRegion(sampleRegion().ref, *layoutTraits("channels_last+packed"));
+  d.anchor = d.region->nodes.front();
+  s.decisions.push_back(d);
+  return s;
+}
+
 Region sampleRegion() {
   Region g;
   g.ref.id = 0;
@@ -497,14 +511,7 @@ TEST(Formats, RegionsRoundTripInProfilesAndSchedules) {
   bad["regions"][0]["nodes"] = json::array();
   EXPECT_EQ(profileErrorWhere(bad), "p.json: /regions/0/nodes");
 
-  Schedule s;
-  s.model.path = "m.pt";
-  Decision d;
-  d.action = Action::Sync;
-  d.setRegion(sampleRegion().ref, *layoutTraits("channels_last+packed"));
-  d.anchor = d.region->nodes.front();
-  s.decisions.push_back(d);
-  json js = toJson(s);
+  json js = toJson(sampleRegionSchedule());
   EXPECT_EQ(js["schema_version"], 3);
   EXPECT_EQ(js["decisions"][0]["target"], "channels_last");
   EXPECT_EQ(js["decisions"][0]["region_layout"], "channels_last+packed");
@@ -568,14 +575,7 @@ TEST(Formats, OlderDocumentsNameRegionLayoutsByTargetAndPacked) {
   old["regions"][0]["candidates"][2]["packed"] = true; // blocked+packed: no such layout
   EXPECT_EQ(profileErrorWhere(old), "p.json: /regions/0/candidates/2/packed");
 
-  Schedule s;
-  s.model.path = "m.pt";
-  Decision d;
-  d.action = Action::Sync;
-  d.setRegion(sampleRegion().ref, *layoutTraits("channels_last+packed"));
-  d.anchor = d.region->nodes.front();
-  s.decisions.push_back(d);
-  json js = toJson(s);
+  json js = toJson(sampleRegionSchedule());
   json old_s = js;
   old_s["schema_version"] = 2;
   old_s["decisions"][0].erase("region_layout");

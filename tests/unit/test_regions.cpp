@@ -53,6 +53,19 @@ Frozen frozenTinyCnn() {
   return f;
 }
 
+// A sample of the build (samples/testmodels, smallcnn) frozen, its forward graph as it is (the
+// method itself: edits to it are what the module runs, before its first call).
+Frozen frozenSample(const std::string& name) {
+  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/" + name + ".pt";
+  Frozen f{loadModel(path), nullptr, {}};
+  freezeModel(f.model, "forward");
+  canonicalize(f.model, "forward");
+  f.graph = f.model.module.get_method("forward").graph();
+  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
+  f.inputs = methodInputs(f.model.module, "forward", x, path);
+  return f;
+}
+
 std::vector<std::optional<int>> ranksOf(const Frozen& f) {
   return inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
 }
@@ -248,13 +261,7 @@ namespace {
 // loaded bit-identical, the graph reading as applied.
 void expectResidualAddsFused(const char* name, std::size_t adds, std::int64_t fused) {
   SCOPED_TRACE(name);
-  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/" + name + ".pt";
-  Frozen f{loadModel(path), nullptr, {}};
-  freezeModel(f.model, "forward");
-  canonicalize(f.model, "forward");
-  f.graph = f.model.module.get_method("forward").graph();
-  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
-  f.inputs = methodInputs(f.model.module, "forward", x, path);
+  Frozen f = frozenSample(name);
   const c10::IValue before = run(f.graph, f.inputs); // a copy: the method is not run yet
   ASSERT_EQ(count(*f.graph, "aten::add") + count(*f.graph, "aten::add_"), adds);
   const auto layout = formats::parseCandidateName("channels_last+packed+add");
@@ -303,19 +310,13 @@ TEST(Regions, ResidualAddsFuseIntoThePackedConvolution) {
 // the list it reads: FireNet is one region from the stem to the pooling, and every layout keeps
 // its values through the concatenations (blocked reads them dense), saved and loaded.
 TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
-  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/firenet.pt";
   for (const formats::LayoutTraits& t : formats::regionLayoutTraits()) {
     if (!t.fits(4) || t.name == std::string("contiguous"))
       continue;
     if (t.needs_onednn && !runtime::hasPackedConv())
       continue;
     SCOPED_TRACE(t.name);
-    Frozen f{loadModel(path), nullptr, {}};
-    freezeModel(f.model, "forward");
-    canonicalize(f.model, "forward");
-    f.graph = f.model.module.get_method("forward").graph();
-    auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
-    f.inputs = methodInputs(f.model.module, "forward", x, path);
+    Frozen f = frozenSample("firenet");
     const c10::IValue before = run(f.graph, f.inputs);
     auto regions = convRegions(*f.graph, ranksOf(f));
     ASSERT_EQ(regions.size(), 1u);
