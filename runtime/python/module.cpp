@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "xalloc/bytes.h"
+#include "xalloc/runtime/activation_cache.h"
 #include "xalloc/runtime/install.h"
 #include "xalloc/runtime/model_check.h"
 
@@ -115,4 +116,21 @@ PYBIND11_MODULE(_C, m) {
       py::arg("callback"),
       "Called with the bytes wanted when an allocation fails; returns the bytes it freed.");
   m.def("remove_release_callback", &removeReleaseCallback, py::arg("handle"));
+  m.def(
+      "activation_cache_stats",
+      [] {
+        const ActivationCacheStats s = activationCacheStats();
+        py::dict d;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["evictions"] = s.evictions;
+        d["idle_bytes"] = s.idle_bytes;
+        d["peak_idle_bytes"] = s.peak_idle_bytes;
+        d["limit_bytes"] = s.limit_bytes;
+        d["installed"] = activationCacheInstalled();
+        return d;
+      },
+      "The counters of the activation cache rewritten models allocate from.");
+  m.def("release_activation_cache", &releaseActivationCache,
+        "Give back the activation cache's idle blocks; returns their bytes.");
 }

@@ -16,6 +16,8 @@
 #include "xalloc/runtime/ledger.h"
 #include "xalloc/torch_compat.h"
 
+#include "raw_blocks.h"
+
 namespace xalloc::runtime {
 
 namespace {
@@ -83,6 +85,7 @@ static_assert(sizeof(Header) <= kHeader, "header fits in one alignment unit");
 void deleteBlock(void* data) {
   if (!data)
     return;
+  detail::forgetRawBlock(data);
   auto* base = static_cast<char*>(data) - kHeader;
   Header h;
   std::memcpy(&h, base, sizeof h);
@@ -104,10 +107,13 @@ public:
     Header h{stack, n};
     std::memcpy(base, &h, sizeof h);
     void* data = static_cast<char*>(base) + kHeader;
+    detail::noteRawBlock(data, &deleteBlock);
     return {data, data, &deleteBlock, c10::Device(c10::DeviceType::CPU)};
   }
   XALLOC_ALLOCATOR_COPY_DATA
-  c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
+  // Raw frees go through the registry (raw_blocks.h): oneDNN frees a weight it packed before the
+  // install through this allocator.
+  c10::DeleterFnPtr raw_deleter() const override { return &detail::rawFree; }
   std::atomic<Upstream*> current_{nullptr};
 };
 
@@ -194,7 +200,11 @@ void uninstall() {
     s.allocator.current_.store(s.stacks[s.active.back()].top.get(), std::memory_order_release);
     return;
   }
-  c10::SetAllocator(c10::DeviceType::CPU, s.previous, kPriority);
+  // libtorch's own allocator would free a oneDNN tensor made during the install with free():
+  // the runtime's pass-through allocator frees it through the registry instead.
+  c10::Allocator* back =
+      s.previous == c10::GetDefaultCPUAllocator() ? detail::frontAllocator() : s.previous;
+  c10::SetAllocator(c10::DeviceType::CPU, back, kPriority);
   s.installed = false;
 }
 

@@ -4,10 +4,13 @@
 // mapped on their own with transparent huge pages asked for (madvise): 32 faults for 64 MiB.
 // Freed mappings are kept in a small cache (XALLOC_OUTPUT_CACHE_MB, default 256 MiB) for the
 // next output of the same size: a model converts the same shapes every step, and a reused
-// mapping costs neither faults nor zeroing. Smaller outputs, and every output while another CPU
-// allocator is installed (the graceful allocator with its budget and ledger), come from
-// libtorch's allocator as before.
+// mapping costs neither faults nor zeroing. Smaller outputs come from libtorch's allocator (or
+// the activation cache in front of it, inside a rewritten model: activation_cache.h); while
+// another CPU allocator is installed (the graceful allocator with its budget and ledger), it
+// allocates every output.
 #include "xalloc/runtime/output_alloc.h"
+
+#include "xalloc/runtime/activation_cache.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -119,7 +122,8 @@ public:
         return p;
     }
 #endif
-    return c10::GetDefaultCPUAllocator()->allocate(bytes);
+    // libtorch's allocator, or the activation cache in front of it (activation_cache.h).
+    return c10::GetCPUAllocator()->allocate(bytes);
   }
   XALLOC_ALLOCATOR_COPY_DATA
   c10::DeleterFnPtr raw_deleter() const override {
@@ -134,9 +138,10 @@ OutputAllocator g_output_allocator;
 at::Tensor emptyOutput(const at::Tensor& like) {
   // Only when libtorch's own allocator is in place: an installed one (the graceful allocator)
   // keeps its budget, ledger and statistics for every byte.
-  c10::Allocator* alloc = c10::GetCPUAllocator() == c10::GetDefaultCPUAllocator()
+  c10::Allocator* now = c10::GetCPUAllocator();
+  c10::Allocator* alloc = now == c10::GetDefaultCPUAllocator() || isActivationCacheAllocator(now)
                               ? static_cast<c10::Allocator*>(&g_output_allocator)
-                              : c10::GetCPUAllocator();
+                              : now;
   return at::detail::empty_generic(like.sizes(), alloc, c10::DispatchKeySet(c10::DispatchKey::CPU),
                                    like.scalar_type(), c10::MemoryFormat::Contiguous);
 }

@@ -97,7 +97,58 @@ for name, wants in (("mobilenet_v3_small", "conv2d_packed"), ("squeezenet1_1", "
         assert err <= 2e-3, f"{name}: the input gradient is {err:.1e} off"
     print(f"{name}: 60 calls from 4 threads right, NaN and inf kept, gradients as the original's "
           "or one clear error")
+
+    # oneDNN tensors are freed through whichever allocator is installed at the time: the blocked
+    # model's constants, libtorch's, freed under the graceful allocator (a segfault), and a
+    # model loaded under it, freed after it is gone (glibc's "free(): invalid pointer").
+    x = xs[0]
+    with xalloc.graceful(limit="4G"):
+        inside = xalloc.load(f"{name}.opt.pt")
+        with torch.no_grad():
+            y = inside(x)
+        del ours
+    e = ((y - refs[0]).abs() / (refs[0].abs() + 1e-3)).max().item()
+    assert e <= 1e-4, f"{name}: under the graceful allocator the output is {e:.1e} off"
+    del inside, y
+
+# The activation cache the rewritten models ran in: used, and within its bound.
+s = xalloc.activation_cache_stats()
+assert s["installed"] and s["hits"] > 0, s
+assert s["peak_idle_bytes"] <= s["limit_bytes"] == 256 << 20, s
+assert xalloc.release_activation_cache() >= 0 and xalloc.activation_cache_stats()["idle_bytes"] == 0
+print("activation cache:", s)
 PY
+
+# The cache's bound, set small: older blocks are given back, the outputs stay right. Turned
+# off: nothing is installed. A bad value: one line naming it, when the model is called.
+XALLOC_ACTIVATION_CACHE_MB=2 "$XALLOC_PYTHON" - <<'PY' || fail "a small activation cache"
+import torch, xalloc
+orig, ours = torch.jit.load("mobilenet_v3_small-b1.pt"), xalloc.load("mobilenet_v3_small.opt.pt")
+with torch.no_grad():
+    for b in (1, 2, 1, 4):
+        x = torch.randn(b, 3, 224, 224)
+        a, y = orig(x), ours(x)
+        assert ((y - a).abs() / (a.abs() + 1e-3)).max().item() <= 1e-4
+s = xalloc.activation_cache_stats()
+assert s["limit_bytes"] == 2 << 20 and s["peak_idle_bytes"] <= 2 << 20 and s["evictions"] > 0, s
+PY
+XALLOC_ACTIVATION_CACHE_MB=0 "$XALLOC_PYTHON" -c '
+import torch, xalloc
+m = xalloc.load("squeezenet1_1.opt.pt")
+m(torch.randn(1, 3, 224, 224))
+s = xalloc.activation_cache_stats()
+assert not s["installed"] and s["hits"] == s["misses"] == 0, s
+' || fail "XALLOC_ACTIVATION_CACHE_MB=0"
+XALLOC_ACTIVATION_CACHE_MB=lots "$XALLOC_PYTHON" -c '
+import torch, xalloc
+m = xalloc.load("squeezenet1_1.opt.pt")
+try:
+    m(torch.randn(1, 3, 224, 224))
+    raise SystemExit("a bad XALLOC_ACTIVATION_CACHE_MB was taken")
+except RuntimeError as e:
+    line = str(e).strip().splitlines()
+    assert any("XALLOC_ACTIVATION_CACHE_MB" in l and "lots" in l for l in line), e
+' || fail "a bad XALLOC_ACTIVATION_CACHE_MB"
 
 # A transformer block frozen (vit_b_16's attention: nn.MultiheadAttention takes the fused path,
 # whose attention-weights output is undefined): xprof --freeze stopped at "strides() called on

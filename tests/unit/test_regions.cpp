@@ -407,6 +407,8 @@ TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
   auto again = applyRegionDecisions(*f.graph, s, ranks, true, true);
   EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
   EXPECT_EQ(graphText(*f.graph), text);
+  // channels_last runs ATen's ops alone: no runtime, no activation scope.
+  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 0u);
 
   // A region that is not there (another op list) is not found, and nothing changes.
   formats::Decision other = d;
@@ -432,6 +434,17 @@ TEST(Regions, PackedNeedsTheFastForm) {
   EXPECT_EQ(r.results[0].status, ApplyStatus::Skipped);
   EXPECT_NE(r.results[0].message.find("--form fast"), std::string::npos);
   EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 0u);
+  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 0u);
+  if (!runtime::hasPackedConv())
+    return;
+  // In the fast form the graph runs the runtime's ops, and takes its activations from the
+  // runtime's cache: one scope around the whole graph.
+  auto fast = applyRegionDecisions(*f.graph, s, ranks, true, /*fast_form=*/true);
+  ASSERT_EQ(fast.results[0].status, ApplyStatus::Applied) << fast.results[0].message;
+  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 1u);
+  EXPECT_EQ(count(*f.graph, "xalloc::activations_exit"), 1u);
+  EXPECT_EQ(f.graph->return_node()->prev()->kind().toQualString(),
+            std::string("xalloc::activations_exit"));
 }
 
 TEST(Regions, PackedConvolutionMatchesAtenAndRejectsBadInput) {

@@ -53,6 +53,17 @@ ApplyResult resultFor(const formats::Schedule& s, std::size_t i) {
 
 } // namespace
 
+bool scopeActivations(torch::jit::Graph& graph) {
+  const auto enter = c10::Symbol::fromQualString("xalloc::activations_enter");
+  const auto exit = c10::Symbol::fromQualString("xalloc::activations_exit");
+  for (const torch::jit::Node* n : graph.nodes())
+    if (n->kind() == enter)
+      return false;
+  graph.prependNode(graph.create(enter, 0));
+  graph.create(exit, 0)->insertBefore(graph.return_node());
+  return true;
+}
+
 MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                   const std::vector<std::optional<int>>& input_ranks, bool frozen,
                                   bool fast_form) {
@@ -109,6 +120,7 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
       n->removeAttribute(tag());
     }
   ApplyReport report = marked.report;
+  bool runtime = false; // a region runs the runtime's ops
   for (std::size_t i : marked.marked) {
     const auto& d = schedule.decisions[i];
     ApplyResult r = resultFor(schedule, i);
@@ -133,7 +145,10 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
     r.status = e.applied ? ApplyStatus::Applied : ApplyStatus::Skipped;
     r.message = nameOf(d) + ": " + (e.applied ? counts(e) : e.message);
     report.results.push_back(std::move(r));
+    runtime = runtime || (e.applied && candidateOf(d).needsRuntime());
   }
+  if (runtime)
+    scopeActivations(graph);
   return report;
 }
 

@@ -6,6 +6,9 @@
     print(xalloc.get_stats()["num_alloc_retries"])
 
     m = xalloc.load("model.opt.pt")   # a model rewritten with --form fast: ops, checks, load
+    xalloc.activation_cache_stats()    # its activations, kept for the next call (bounded by
+                                       # XALLOC_ACTIVATION_CACHE_MB, default 256)
+    xalloc.release_activation_cache()  # give the idle ones back now
 """
 import contextlib
 import os
@@ -14,6 +17,7 @@ import torch  # noqa: F401  (libtorch must be loaded first)
 
 from . import _C
 from ._C import get_stats, installed, reset_stats, uninstall  # noqa: F401
+from ._C import activation_cache_stats, release_activation_cache  # noqa: F401
 
 
 def _bytes(value):

@@ -6,7 +6,11 @@
 //   { xalloc::runtime::Guard g; ... }      // or for a scope
 //
 // Tensors allocated while installed may outlive uninstall(): their memory goes back through
-// the stack that allocated it, which lives until the process ends.
+// the stack that allocated it, which lives until the process ends. oneDNN tensors are freed
+// through whatever allocator is installed at the time (libtorch's raw interface), so where
+// libtorch's own allocator was there before, uninstall() puts the runtime's pass-through
+// allocator in its place: libtorch's allocation for every request, and frees that find the
+// right owner (src/raw_blocks.h).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,8 @@ struct InstallOptions {
 /// xalloc.graceful block) is undone by the next uninstall(), which puts the outer one back.
 void install(const InstallOptions& options = InstallOptions::fromEnvironment());
 /// Undoes the most recent install(): the one before it is in place again, or, after the
-/// outermost, the allocator that was there before. No-op when not installed.
+/// outermost, the allocator that was there before (libtorch's: through the pass-through
+/// allocator above). No-op when not installed.
 void uninstall();
 bool installed();
 

@@ -79,6 +79,12 @@ MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Sched
 ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                const MarkedRegions& marked);
 
+/// Brackets the graph with xalloc::activations_enter() first and xalloc::activations_exit()
+/// before its return, so the tensors it allocates come from the runtime's activation cache
+/// (xalloc/runtime/activation_cache.h). The region decisions do it when a region they applied
+/// runs the runtime's ops. False when the graph has them already.
+bool scopeActivations(torch::jit::Graph& graph);
+
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
 /// module scope, so a diff shows it beside the op it converts for.
