@@ -8,13 +8,14 @@ cd "$(dirname "$0")/.."
 
 # folder -> the parts its sources may include (xalloc/<part>/...; "common" is xalloc/*.h).
 # scheduler/ may include costfit/'s cost model (xalloc_costmodel), never xcost's tool.h.
+# runtime/ takes memplan/'s best-fit allocator alone (xalloc_best_fit: offsets, no documents).
 allowed='
 common: common
 formats: common formats
 memplan: common formats memplan
 costfit: common formats costfit
 scheduler: common formats costfit memplan scheduler
-runtime: common runtime
+runtime: common memplan runtime
 tspass: common formats tspass runtime
 cppsource: common formats cppsource
 profiler: common formats tspass runtime cppsource profiler

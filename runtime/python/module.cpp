@@ -123,14 +123,17 @@ PYBIND11_MODULE(_C, m) {
         py::dict d;
         d["hits"] = s.hits;
         d["misses"] = s.misses;
-        d["evictions"] = s.evictions;
+        d["trims"] = s.trims;
         d["idle_bytes"] = s.idle_bytes;
         d["peak_idle_bytes"] = s.peak_idle_bytes;
+        d["live_bytes"] = s.live_bytes;
+        d["workspace_bytes"] = s.workspace_bytes;
         d["limit_bytes"] = s.limit_bytes;
+        d["reserved_bytes"] = s.reserved_bytes;
         d["installed"] = activationCacheInstalled();
         return d;
       },
-      "The counters of the activation cache rewritten models allocate from.");
+      "The counters of the activation arena rewritten models allocate from.");
   m.def("release_activation_cache", &releaseActivationCache,
-        "Give back the activation cache's idle blocks; returns their bytes.");
+        "Give back the pages of the activation arena's free blocks; returns their bytes.");
 }

@@ -1,15 +1,15 @@
-// The activation cache of rewritten models (see activation_cache.h for what it promises).
+// The activation arena of rewritten models (see activation_cache.h for what it promises).
 //
-// Every block carries a header in front of its data: the cache that keeps it, its size class,
-// the upstream allocation it lives in, and its links in the list of idle blocks, oldest first.
-// The data pointer is the DataPtr's context too, so libtorch's raw interface
-// (raw_allocate/raw_deallocate) works with the installed allocator; each block is registered
-// with raw_blocks.h's registry, which the raw deleter asks.
+// One mapping of reserved address space (MAP_NORESERVE: nothing is backed until written), its
+// offsets handed out by memplan's BestFitAllocator under one mutex. Every block carries a
+// 64-byte header in front of its data (the arena, its offset and size), so its deleter needs no
+// lookup; the data pointer is the DataPtr's context too, so libtorch's raw interface
+// (raw_allocate/raw_deallocate) works with the installed allocator, and the arena's range is
+// registered with raw_blocks.h's registry, which the raw deleter asks.
 //
-// Idle blocks wait in a bucket per size class, the most recently freed on top (its pages are
-// the likeliest in cache), and in one list by age: when keeping a freed block would take the
-// idle bytes past the limit, the oldest idle blocks are given back first, so a model that is
-// served at a new shape keeps the new shape's blocks rather than the old ones.
+// Resident free pages are counted from above: a free adds its bytes; a placement takes them off
+// only for the part that did not grow the arena. When the count passes the limit, every free
+// block's whole pages are given back (MADV_DONTNEED) and the count starts again from 0.
 #include "xalloc/runtime/activation_cache.h"
 
 #include <algorithm>
@@ -17,15 +17,18 @@
 #include <limits>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 #include <utility>
-#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "xalloc/memplan/best_fit.h"
 #include "xalloc/torch_compat.h"
 
 #include "env_count.h"
@@ -35,10 +38,8 @@ namespace xalloc::runtime {
 
 struct ActivationCache::Header {
   ActivationCache* owner;
-  std::size_t cls;
-  c10::DataPtr upstream;
-  Header* older = nullptr; // the idle list, while idle
-  Header* newer = nullptr;
+  std::int64_t offset; // of the header, in the arena
+  std::int64_t bytes;  // header and data, as placed
 };
 
 namespace {
@@ -51,154 +52,150 @@ ActivationCache::Header* headerOf(void* data) {
   return reinterpret_cast<ActivationCache::Header*>(static_cast<char*>(data) - kHeader);
 }
 
-void destroy(ActivationCache::Header* h) {
-  detail::forgetRawBlock(reinterpret_cast<char*>(h) + kHeader);
-  c10::DataPtr up = std::move(h->upstream); // frees the block as it goes
-  h->~Header();
-}
-
 } // namespace
 
 struct ActivationCache::State {
   mutable std::mutex mu;
-  std::unordered_map<std::size_t, std::vector<Header*>> idle; // by size class, newest last
-  Header* oldest = nullptr;
-  Header* newest = nullptr;
+  memplan::BestFitAllocator fit{static_cast<std::int64_t>(kAlign)};
+  char* base = nullptr;
+  std::size_t reserved = 0;
+  std::int64_t idle = 0; // free bytes whose pages may be resident
   ActivationCacheStats stats;
 };
 
-ActivationCache::ActivationCache(std::size_t limit_bytes, c10::Allocator* upstream)
-    : state_(new State), limit_(limit_bytes), upstream_(upstream) {
-  TORCH_CHECK(upstream_ != nullptr, "xalloc: an activation cache needs an upstream allocator");
-  state_->stats.limit_bytes = static_cast<std::int64_t>(
-      std::min<std::size_t>(limit_, std::numeric_limits<std::int64_t>::max()));
+ActivationCache::ActivationCache(std::size_t limit_bytes, std::size_t reserve_bytes)
+    : state_(new State), limit_(limit_bytes) {
+  State& s = *state_;
+#if defined(__linux__)
+  // As much as the system lends, halving down to 64 MiB (a strict overcommit policy counts a
+  // reservation in full).
+  for (std::size_t want = reserve_bytes / kPage * kPage; limit_ > 0 && want >= (64u << 20);
+       want /= 2) {
+    void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      s.base = static_cast<char*>(p);
+      s.reserved = want;
+      break;
+    }
+  }
+#else
+  (void)reserve_bytes;
+#endif
+  if (s.base)
+    detail::noteRawRange(s.base, s.reserved, &ActivationCache::deleteBlock);
+  auto clamp = [](std::size_t v) {
+    return static_cast<std::int64_t>(
+        std::min<std::size_t>(v, std::numeric_limits<std::int64_t>::max()));
+  };
+  s.stats.limit_bytes = clamp(limit_);
+  s.stats.reserved_bytes = clamp(s.reserved);
 }
 
 ActivationCache::~ActivationCache() {
-  release();
+#if defined(__linux__)
+  if (state_->base) {
+    detail::forgetRawRange(state_->base);
+    ::munmap(state_->base, state_->reserved);
+  }
+#endif
   delete state_;
 }
 
-std::size_t ActivationCache::sizeClass(std::size_t bytes) {
-  TORCH_CHECK(bytes <= (std::numeric_limits<std::size_t>::max() >> 2), "xalloc: cannot allocate ",
-              bytes, " bytes");
-  if (bytes <= kPage)
-    return kPage;
-  std::size_t top = 1;
-  while (top <= bytes / 2)
-    top <<= 1; // the largest power of two <= bytes
-  const std::size_t step = std::max(kPage, top / 8);
-  return (bytes + step - 1) / step * step;
-}
-
 c10::DataPtr ActivationCache::allocate(std::size_t bytes) {
-  const std::size_t cls = sizeClass(bytes);
-  if (Header* h = take(cls)) {
-    void* data = reinterpret_cast<char*>(h) + kHeader;
-    return {data, data, &ActivationCache::deleteBlock, c10::Device(c10::DeviceType::CPU)};
+  State& s = *state_;
+  if (s.base && bytes <= s.reserved) {
+    const auto need = static_cast<std::int64_t>((bytes + kHeader + kAlign - 1) / kAlign * kAlign);
+    std::unique_lock<std::mutex> lock(s.mu);
+    const std::int64_t before = s.fit.workspace();
+    const std::int64_t offset = s.fit.alloc(need);
+    if (offset + need <= static_cast<std::int64_t>(s.reserved)) {
+      const std::int64_t grown = s.fit.workspace() - before;
+      s.idle = std::max<std::int64_t>(0, s.idle - (need - grown));
+      ++s.stats.hits;
+      lock.unlock();
+      char* at = s.base + offset;
+      new (at) Header{this, offset, need};
+      void* data = at + kHeader;
+      return {data, data, &ActivationCache::deleteBlock, c10::Device(c10::DeviceType::CPU)};
+    }
+    s.fit.free(offset, need); // past the reservation
+    ++s.stats.misses;
   }
-  c10::DataPtr up = upstream_->allocate(cls + kHeader);
-  TORCH_CHECK(up.get() != nullptr, "xalloc: out of memory allocating ", bytes, " bytes");
-  void* base = up.get();
-  new (base) Header{this, cls, std::move(up)};
-  void* data = static_cast<char*>(base) + kHeader;
-  detail::noteRawBlock(data, &ActivationCache::deleteBlock);
-  return {data, data, &ActivationCache::deleteBlock, c10::Device(c10::DeviceType::CPU)};
+  return c10::GetDefaultCPUAllocator()->allocate(bytes);
 }
 
-bool ActivationCache::owns(const void* data) const {
-  return detail::rawBlockDeleter(data) == &ActivationCache::deleteBlock &&
-         headerOf(const_cast<void*>(data))->owner == this;
-}
-
-ActivationCache::Header* ActivationCache::take(std::size_t cls) {
+void ActivationCache::free(Header* h) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.idle.find(cls);
-  if (it == s.idle.end() || it->second.empty()) {
-    ++s.stats.misses;
-    return nullptr;
+  s.fit.free(h->offset, h->bytes);
+  s.idle += h->bytes;
+  if (s.idle > static_cast<std::int64_t>(limit_)) {
+#if defined(__linux__)
+    s.fit.forEachFreeBlock([&](std::int64_t start, std::int64_t size) {
+      const auto lo = (static_cast<std::size_t>(start) + kPage - 1) / kPage * kPage;
+      const auto hi = static_cast<std::size_t>(start + size) / kPage * kPage;
+      if (hi > lo)
+        ::madvise(s.base + lo, hi - lo, MADV_DONTNEED);
+    });
+#endif
+    s.idle = 0;
+    ++s.stats.trims;
   }
-  Header* h = it->second.back();
-  it->second.pop_back();
-  (h->older ? h->older->newer : s.oldest) = h->newer;
-  (h->newer ? h->newer->older : s.newest) = h->older;
-  h->older = h->newer = nullptr;
-  s.stats.idle_bytes -= static_cast<std::int64_t>(cls);
-  ++s.stats.hits;
-  return h;
-}
-
-void ActivationCache::recycle(Header* h) {
-  std::vector<Header*> gone;
-  {
-    State& s = *state_;
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (h->cls > limit_) {
-      gone.push_back(h);
-    } else {
-      while (static_cast<std::size_t>(s.stats.idle_bytes) + h->cls > limit_) {
-        Header* old = s.oldest; // not null: the idle bytes are above 0
-        s.oldest = old->newer;
-        (s.oldest ? s.oldest->older : s.newest) = nullptr;
-        auto& bucket = s.idle[old->cls];
-        *std::find(bucket.begin(), bucket.end(), old) = bucket.back();
-        bucket.pop_back();
-        s.stats.idle_bytes -= static_cast<std::int64_t>(old->cls);
-        ++s.stats.evictions;
-        gone.push_back(old);
-      }
-      h->older = s.newest;
-      h->newer = nullptr;
-      (s.newest ? s.newest->newer : s.oldest) = h;
-      s.newest = h;
-      s.idle[h->cls].push_back(h);
-      s.stats.idle_bytes += static_cast<std::int64_t>(h->cls);
-      s.stats.peak_idle_bytes = std::max(s.stats.peak_idle_bytes, s.stats.idle_bytes);
-    }
-  }
-  for (Header* g : gone) // given back outside the lock
-    destroy(g);
+  s.stats.peak_idle_bytes = std::max(s.stats.peak_idle_bytes, s.idle);
 }
 
 void ActivationCache::deleteBlock(void* data) {
   Header* h = headerOf(data);
-  h->owner->recycle(h);
+  h->owner->free(h);
+}
+
+std::size_t ActivationCache::reserved() const {
+  return state_->reserved;
+}
+
+bool ActivationCache::owns(const void* data) const {
+  const auto* p = static_cast<const char*>(data);
+  return state_->base && p >= state_->base && p < state_->base + state_->reserved;
 }
 
 std::size_t ActivationCache::release() {
-  std::vector<Header*> gone;
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
   std::size_t bytes = 0;
-  {
-    State& s = *state_;
-    std::lock_guard<std::mutex> lock(s.mu);
-    for (Header* h = s.oldest; h; h = h->newer) {
-      gone.push_back(h);
-      bytes += h->cls;
+#if defined(__linux__)
+  s.fit.forEachFreeBlock([&](std::int64_t start, std::int64_t size) {
+    const auto lo = (static_cast<std::size_t>(start) + kPage - 1) / kPage * kPage;
+    const auto hi = static_cast<std::size_t>(start + size) / kPage * kPage;
+    if (hi > lo) {
+      ::madvise(s.base + lo, hi - lo, MADV_DONTNEED);
+      bytes += hi - lo;
     }
-    s.idle.clear();
-    s.oldest = s.newest = nullptr;
-    s.stats.idle_bytes = 0;
-  }
-  for (Header* g : gone)
-    destroy(g);
+  });
+#endif
+  s.idle = 0;
   return bytes;
 }
 
 ActivationCacheStats ActivationCache::stats() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->stats;
+  ActivationCacheStats out = state_->stats;
+  out.idle_bytes = state_->idle;
+  out.live_bytes = state_->fit.used();
+  out.workspace_bytes = state_->fit.workspace();
+  return out;
 }
 
 namespace {
 
-// The process's cache, over libtorch's own allocator. Never destroyed: blocks may be freed while
+// The process's arena: 64 GiB of address space. Never destroyed: blocks may be freed while
 // static destructors run. A bad XALLOC_ACTIVATION_CACHE_MB throws here, and again on the next
 // try (a throwing initializer runs again).
+constexpr std::size_t kReserve = std::size_t{64} << 30;
+
 ActivationCache& processCache() {
   static ActivationCache* c = new ActivationCache(
-      envCount("XALLOC_ACTIVATION_CACHE_MB", 256, 0, std::size_t{1} << 20, "MiB") << 20,
-      c10::GetDefaultCPUAllocator());
+      envCount("XALLOC_ACTIVATION_CACHE_MB", 256, 0, std::size_t{1} << 20, "MiB") << 20, kReserve);
   return *c;
 }
 
@@ -243,8 +240,8 @@ void tryInstall() {
 } // namespace
 
 void enterActivationScope() {
-  if (processCache().limit() == 0)
-    return;
+  if (processCache().reserved() == 0)
+    return; // turned off (XALLOC_ACTIVATION_CACHE_MB=0), or no address space to reserve
   if (!g_installed.load(std::memory_order_acquire))
     tryInstall();
   t_in_scope = true;

@@ -1,11 +1,13 @@
-// The registry of raw_blocks.h: shards by address, each a mutex and a map, so threads that
-// allocate at once rarely wait on each other.
+// The registry of raw_blocks.h: arenas as address ranges, and single blocks in shards by
+// address, each a mutex and a map, so threads that allocate at once rarely wait on each other.
 #include "raw_blocks.h"
 
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include <c10/core/CPUAllocator.h>
 
@@ -32,7 +34,45 @@ Shard& shardOf(const void* p) {
   return shards()[((a >> 6) ^ (a >> 12) ^ (a >> 20)) % kShards];
 }
 
+// Arenas: few, looked up first (a range test each).
+struct Ranges {
+  std::mutex mu;
+  std::vector<std::tuple<std::uintptr_t, std::uintptr_t, c10::DeleterFnPtr>> spans;
+};
+Ranges& ranges() {
+  static auto* r = new Ranges;
+  return *r;
+}
+
+c10::DeleterFnPtr rangeDeleter(const void* data) {
+  const auto a = reinterpret_cast<std::uintptr_t>(data);
+  Ranges& r = ranges();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& [lo, hi, deleter] : r.spans)
+    if (a >= lo && a < hi)
+      return deleter;
+  return nullptr;
+}
+
 } // namespace
+
+void noteRawRange(const void* base, std::size_t bytes, c10::DeleterFnPtr deleter) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(base);
+  Ranges& r = ranges();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.spans.emplace_back(lo, lo + bytes, deleter);
+}
+
+void forgetRawRange(const void* base) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(base);
+  Ranges& r = ranges();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (std::size_t i = 0; i < r.spans.size(); ++i)
+    if (std::get<0>(r.spans[i]) == lo) {
+      r.spans.erase(r.spans.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
 
 void noteRawBlock(void* data, c10::DeleterFnPtr deleter) {
   Shard& s = shardOf(data);
@@ -47,6 +87,8 @@ void forgetRawBlock(void* data) {
 }
 
 c10::DeleterFnPtr rawBlockDeleter(const void* data) {
+  if (c10::DeleterFnPtr d = rangeDeleter(data))
+    return d;
   Shard& s = shardOf(data);
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.blocks.find(data);

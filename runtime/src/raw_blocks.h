@@ -9,6 +9,8 @@
 // the runtime's pass-through allocator (frontAllocator) in place of libtorch's.
 #pragma once
 
+#include <cstddef>
+
 #include <c10/core/Allocator.h>
 
 namespace xalloc::runtime::detail {
@@ -19,6 +21,9 @@ void noteRawBlock(void* data, c10::DeleterFnPtr deleter);
 void forgetRawBlock(void* data);
 /// The deleter `data` was registered with; nullptr when it was not.
 c10::DeleterFnPtr rawBlockDeleter(const void* data);
+/// Registers every block in [base, base + bytes) at once (an arena); `deleter` frees them.
+void noteRawRange(const void* base, std::size_t bytes, c10::DeleterFnPtr deleter);
+void forgetRawRange(const void* base);
 /// The raw deleter of every allocator of the runtime's: a registered block through its deleter,
 /// anything else through libtorch's default CPU allocator.
 void rawFree(void* data);

@@ -111,7 +111,7 @@ for name, wants in (("mobilenet_v3_small", "conv2d_packed"), ("squeezenet1_1", "
     assert e <= 1e-4, f"{name}: under the graceful allocator the output is {e:.1e} off"
     del inside, y
 
-# The activation cache the rewritten models ran in: used, and within its bound.
+# The activation arena the rewritten models ran in: used, and within its bound.
 s = xalloc.activation_cache_stats()
 assert s["installed"] and s["hits"] > 0, s
 assert s["peak_idle_bytes"] <= s["limit_bytes"] == 256 << 20, s
@@ -119,7 +119,7 @@ assert xalloc.release_activation_cache() >= 0 and xalloc.activation_cache_stats(
 print("activation cache:", s)
 PY
 
-# The cache's bound, set small: older blocks are given back, the outputs stay right. Turned
+# The arena's bound, set small: free pages are given back, the outputs stay right. Turned
 # off: nothing is installed. A bad value: one line naming it, when the model is called.
 XALLOC_ACTIVATION_CACHE_MB=2 "$XALLOC_PYTHON" - <<'PY' || fail "a small activation cache"
 import torch, xalloc
@@ -130,7 +130,7 @@ with torch.no_grad():
         a, y = orig(x), ours(x)
         assert ((y - a).abs() / (a.abs() + 1e-3)).max().item() <= 1e-4
 s = xalloc.activation_cache_stats()
-assert s["limit_bytes"] == 2 << 20 and s["peak_idle_bytes"] <= 2 << 20 and s["evictions"] > 0, s
+assert s["limit_bytes"] == 2 << 20 and s["peak_idle_bytes"] <= 2 << 20 and s["trims"] > 0, s
 PY
 XALLOC_ACTIVATION_CACHE_MB=0 "$XALLOC_PYTHON" -c '
 import torch, xalloc

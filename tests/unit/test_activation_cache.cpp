@@ -1,7 +1,7 @@
-// The activation cache (xalloc/runtime/activation_cache.h): blocks reused by size class, the
-// bound on idle bytes with the oldest given back first, threads that free each other's blocks,
-// the scope a rewritten model runs in, and raw frees (oneDNN's) that find the right allocator
-// whichever one is installed when they happen.
+// The activation arena (xalloc/runtime/activation_cache.h): freed blocks reused and merged, the
+// bound on resident free pages (asked of the kernel with mincore), what the arena cannot hold,
+// threads that free each other's blocks, the scope a rewritten model runs in, and raw frees
+// (oneDNN's) that find the right allocator whichever one is installed when they happen.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +10,10 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
@@ -29,8 +32,16 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-c10::Allocator* libtorch() {
-  return c10::GetDefaultCPUAllocator();
+// Resident pages of [p, p + bytes), page-aligned inside.
+std::size_t residentBytes(const void* p, std::size_t bytes) {
+  const auto a = (reinterpret_cast<std::uintptr_t>(p) + 4095) / 4096 * 4096;
+  const std::size_t pages = bytes / 4096 - 1;
+  std::vector<unsigned char> in(pages);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(a), pages * 4096, in.data()), 0);
+  std::size_t n = 0;
+  for (unsigned char c : in)
+    n += c & 1;
+  return n * 4096;
 }
 
 } // namespace
@@ -54,86 +65,96 @@ TEST(ActivationCache, ABadLimitIsOneLineAndNothingIsInstalled) {
   EXPECT_TRUE(inActivationScope());
   EXPECT_TRUE(activationCacheInstalled());
   EXPECT_EQ(activationCacheStats().limit_bytes, static_cast<std::int64_t>(256 * kMiB));
+  EXPECT_GT(activationCacheStats().reserved_bytes, 0);
   exitActivationScope();
 }
 
-TEST(ActivationCache, SizeClassesHoldTheRequestWithinAnEighth) {
-  std::size_t last = 0;
-  for (std::size_t n = 1; n < 64 * kMiB; n = n * 5 / 4 + 3) {
-    const std::size_t c = ActivationCache::sizeClass(n);
-    EXPECT_GE(c, n);
-    // Pages below 32 KiB; from there (every request the cache takes) at most an eighth more.
-    EXPECT_LE(c, n < (32 << 10) ? (n + 4095) / 4096 * 4096 : n + n / 8) << n;
-    EXPECT_EQ(c % 4096, 0u) << n;
-    EXPECT_GE(c, last) << n; // monotone
-    last = c;
-  }
-  EXPECT_THROW(ActivationCache::sizeClass(~std::size_t{0}), c10::Error);
-}
-
-TEST(ActivationCache, AFreedBlockServesTheNextRequestOfItsClass) {
-  ActivationCache cache(64 * kMiB, libtorch());
+TEST(ActivationCache, FreedBlocksAreReusedAndNeighboursMerge) {
+  ActivationCache arena(64 * kMiB, 256 * kMiB);
+  ASSERT_EQ(arena.reserved(), 256 * kMiB);
   void* first = nullptr;
   {
-    c10::DataPtr a = cache.allocate(kMiB);
+    c10::DataPtr a = arena.allocate(kMiB);
+    c10::DataPtr b = arena.allocate(kMiB);
     first = a.get();
-    std::memset(first, 1, kMiB); // the whole block is writable
-    EXPECT_TRUE(cache.owns(first));
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u);
+    std::memset(a.get(), 1, kMiB); // the whole block is writable
+    std::memset(b.get(), 2, kMiB);
+    EXPECT_TRUE(arena.owns(a.get()));
+    EXPECT_TRUE(arena.owns(b.get()));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.get()) % 64, 0u);
+    EXPECT_GE(static_cast<char*>(b.get()) - static_cast<char*>(a.get()),
+              static_cast<std::ptrdiff_t>(kMiB)); // apart
+    EXPECT_EQ(arena.stats().live_bytes, arena.stats().workspace_bytes);
   }
-  EXPECT_EQ(cache.stats().idle_bytes, static_cast<std::int64_t>(kMiB));
-  c10::DataPtr b = cache.allocate(kMiB - 1000); // the same class
-  EXPECT_EQ(b.get(), first);
-  c10::DataPtr c = cache.allocate(3 * kMiB); // another class: a new block
-  EXPECT_NE(c.get(), first);
-  const auto s = cache.stats();
-  EXPECT_EQ(s.hits, 1);
-  EXPECT_EQ(s.misses, 2);
-  EXPECT_EQ(s.idle_bytes, 0);
+  const auto span = arena.stats().workspace_bytes;
+  // The two free neighbours merged: one block twice the size fits where they were.
+  c10::DataPtr c = arena.allocate(2 * kMiB);
+  EXPECT_EQ(c.get(), first);
+  EXPECT_EQ(arena.stats().workspace_bytes, span);
+  c10::DataPtr d = arena.allocate(3 * kMiB); // no room left: the arena grows
+  EXPECT_GT(arena.stats().workspace_bytes, span);
+  const auto s = arena.stats();
+  EXPECT_EQ(s.hits, 4);
+  EXPECT_EQ(s.misses, 0);
+  EXPECT_EQ(s.trims, 0);
 }
 
-TEST(ActivationCache, IdleBytesStayWithinTheLimitAndTheOldestGoFirst) {
-  ActivationCache cache(3 * kMiB, libtorch());
+TEST(ActivationCache, FreePagesStayWithinTheLimit) {
+  ActivationCache arena(3 * kMiB, 256 * kMiB);
   std::vector<c10::DataPtr> blocks;
-  std::vector<void*> where;
-  for (int i = 0; i < 4; ++i) {
-    blocks.push_back(cache.allocate(kMiB));
-    where.push_back(blocks.back().get());
+  for (int i = 0; i < 6; ++i) {
+    blocks.push_back(arena.allocate(kMiB));
+    std::memset(blocks.back().get(), 7, kMiB); // backed now
   }
+  void* start = blocks.front().get();
+  EXPECT_GE(residentBytes(start, 6 * kMiB), 5 * kMiB);
   for (auto& b : blocks) {
-    b.clear(); // freed in order: 0 is the oldest idle block
-    EXPECT_LE(cache.stats().idle_bytes, static_cast<std::int64_t>(3 * kMiB));
+    b.clear();
+    EXPECT_LE(arena.stats().idle_bytes, static_cast<std::int64_t>(3 * kMiB));
   }
-  auto s = cache.stats();
-  EXPECT_EQ(s.evictions, 1);
-  EXPECT_EQ(s.idle_bytes, static_cast<std::int64_t>(3 * kMiB));
-  EXPECT_EQ(s.peak_idle_bytes, static_cast<std::int64_t>(3 * kMiB));
-  EXPECT_FALSE(cache.owns(where[0])); // given back
-  // The most recently freed block is reused first.
-  c10::DataPtr again = cache.allocate(kMiB);
-  EXPECT_EQ(again.get(), where[3]);
-  // A block larger than the whole limit is given back when freed.
-  {
-    c10::DataPtr huge = cache.allocate(5 * kMiB);
-    EXPECT_TRUE(cache.owns(huge.get()));
-  }
-  EXPECT_EQ(cache.stats().idle_bytes, static_cast<std::int64_t>(2 * kMiB));
-  EXPECT_EQ(cache.release(), 2 * kMiB);
-  EXPECT_EQ(cache.stats().idle_bytes, 0);
+  const auto s = arena.stats();
+  EXPECT_GE(s.trims, 1);
+  EXPECT_LE(s.peak_idle_bytes, static_cast<std::int64_t>(3 * kMiB));
+  // What the kernel says: the free pages went back, past the limit.
+  EXPECT_LE(residentBytes(start, 6 * kMiB), 3 * kMiB + 2 * 4096);
+  // A block reused after its pages went back reads as written fresh (zeros), and works.
+  c10::DataPtr again = arena.allocate(kMiB);
+  std::memset(again.get(), 3, kMiB);
+  EXPECT_EQ(static_cast<unsigned char*>(again.get())[kMiB - 1], 3);
+  again.clear();
+  EXPECT_GT(arena.release(), 0u);
+  EXPECT_EQ(arena.stats().idle_bytes, 0);
+  EXPECT_LE(residentBytes(start, 6 * kMiB), 2 * 4096);
+}
+
+TEST(ActivationCache, WhatTheArenaCannotHoldIsLibtorchs) {
+  ActivationCache arena(64 * kMiB, 64 * kMiB);
+  ASSERT_EQ(arena.reserved(), 64 * kMiB);
+  c10::DataPtr big = arena.allocate(40 * kMiB);
+  c10::DataPtr more = arena.allocate(40 * kMiB); // past the reservation
+  EXPECT_TRUE(arena.owns(big.get()));
+  EXPECT_FALSE(arena.owns(more.get()));
+  std::memset(more.get(), 1, 40 * kMiB);
+  EXPECT_EQ(arena.stats().misses, 1);
+  EXPECT_EQ(arena.stats().hits, 1);
+  // Turned off (a limit of 0): no arena at all.
+  ActivationCache off(0, 64 * kMiB);
+  EXPECT_EQ(off.reserved(), 0u);
+  c10::DataPtr p = off.allocate(kMiB);
+  EXPECT_FALSE(off.owns(p.get()));
 }
 
 TEST(ActivationCache, ThreadsAllocateAndFreeEachOthersBlocks) {
-  ActivationCache cache(8 * kMiB, libtorch());
+  ActivationCache arena(8 * kMiB, 1024 * kMiB);
   constexpr int kThreads = 6;
   constexpr int kRounds = 1500;
   std::mutex mu;
-  std::vector<std::pair<c10::DataPtr, unsigned char>> handed; // freed by another thread
+  std::vector<std::tuple<c10::DataPtr, std::size_t, unsigned char>> handed; // freed elsewhere
   std::atomic<int> bad{0};
   std::atomic<std::int64_t> requests{0};
-  auto check = [&](const c10::DataPtr& p, std::size_t n, unsigned char v) {
+  auto intact = [](const c10::DataPtr& p, std::size_t n, unsigned char v) {
     const auto* b = static_cast<const unsigned char*>(p.get());
-    if (b[0] != v || b[n / 2] != v || b[n - 1] != v)
-      ++bad;
+    return b[0] == v && b[n / 2] == v && b[n - 1] == v;
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -142,19 +163,22 @@ TEST(ActivationCache, ThreadsAllocateAndFreeEachOthersBlocks) {
       for (int i = 0; i < kRounds; ++i) {
         const std::size_t n = (64 << 10) + rng() % (2 * kMiB);
         const auto v = static_cast<unsigned char>(t * 31 + i);
-        c10::DataPtr p = cache.allocate(n);
+        c10::DataPtr p = arena.allocate(n);
         ++requests;
         std::memset(p.get(), v, n);
-        check(p, n, v);
+        if (!intact(p, n, v))
+          ++bad;
         if (rng() % 2) {
           std::lock_guard<std::mutex> lock(mu);
-          handed.emplace_back(std::move(p), v);
-          if (handed.size() > 16) { // another thread's block, checked and freed here
-            check(handed.front().first, 64 << 10, handed.front().second);
+          handed.emplace_back(std::move(p), n, v);
+          if (handed.size() > 16) { // another thread's block: still as written, freed here
+            auto& [q, qn, qv] = handed.front();
+            if (!intact(q, qn, qv))
+              ++bad;
             handed.erase(handed.begin());
           }
         }
-        if (cache.stats().idle_bytes > static_cast<std::int64_t>(8 * kMiB))
+        if (arena.stats().idle_bytes > static_cast<std::int64_t>(8 * kMiB))
           ++bad;
       }
     });
@@ -162,9 +186,10 @@ TEST(ActivationCache, ThreadsAllocateAndFreeEachOthersBlocks) {
     th.join();
   handed.clear();
   EXPECT_EQ(bad.load(), 0);
-  const auto s = cache.stats();
+  const auto s = arena.stats();
   EXPECT_EQ(s.hits + s.misses, requests.load());
-  EXPECT_GT(s.hits, 0);
+  EXPECT_EQ(s.misses, 0);
+  EXPECT_EQ(s.live_bytes, 0);
   EXPECT_LE(s.peak_idle_bytes, static_cast<std::int64_t>(8 * kMiB));
 }
 
@@ -181,8 +206,8 @@ TEST(ActivationCache, OnlyLargeTensorsInsideTheScopeComeFromTheCache) {
   at::Tensor again = at::empty({static_cast<std::int64_t>(kMiB / 4)});
   EXPECT_EQ(again.data_ptr(), first);
   auto after = activationCacheStats();
-  EXPECT_EQ(after.hits - before.hits, 1);
-  EXPECT_EQ(after.misses - before.misses, 1);
+  EXPECT_EQ(after.hits - before.hits, 2);
+  EXPECT_EQ(after.misses, before.misses);
   exitActivationScope();
   EXPECT_FALSE(inActivationScope());
   // Outside the scope every request is libtorch's, and the cache's block is still valid.
@@ -197,7 +222,7 @@ TEST(ActivationCache, OnlyLargeTensorsInsideTheScopeComeFromTheCache) {
     EXPECT_FALSE(inActivationScope());
     at::Tensor t = at::empty({static_cast<std::int64_t>(kMiB / 4)});
   }).join();
-  EXPECT_EQ(activationCacheStats().misses, after.misses);
+  EXPECT_EQ(activationCacheStats().hits, after.hits);
   exitActivationScope();
 }
 
@@ -258,12 +283,18 @@ graph(%x : Tensor):
   torch::jit::GraphExecutor exec(graph, "scoped");
   const at::Tensor x = at::randn({4, 256, 64});
   const auto before = activationCacheStats();
-  for (int i = 0; i < 3; ++i) {
+  std::int64_t span = 0;
+  for (int i = 0; i < 4; ++i) {
     torch::jit::Stack stack{x};
     exec.run(stack);
     EXPECT_TRUE(stack.at(0).toTensor().equal(at::sigmoid(at::relu(x))));
     EXPECT_FALSE(inActivationScope()); // ended with the graph
+    if (i == 1)
+      span = activationCacheStats().workspace_bytes;
   }
+  // Each call's two 256 KiB results are placed in the arena, and once the calls are steady they
+  // reuse the same memory: the arena does not grow.
   const auto after = activationCacheStats();
-  EXPECT_GE(after.hits - before.hits, 3); // the calls after the first reuse its blocks
+  EXPECT_EQ(after.hits - before.hits, 8);
+  EXPECT_EQ(after.workspace_bytes, span);
 }

@@ -2,8 +2,8 @@
 // Free blocks live in a size-ordered set (best fit in O(log n)) and in hash maps keyed by start
 // and end address (neighbours in O(1)), so alloc and free are O(log n) and a free merges with both
 // neighbours. When no block fits, the workspace grows at its end, extending a free tail block
-// rather than leaving a hole. Used by the static planner (replay) and, later, by the runtime for
-// its conversion-buffer workspace.
+// rather than leaving a hole. Used by the static planner (replay) and by the runtime's activation
+// arena (runtime/src/activation_cache.cpp), which places real blocks at its offsets.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,11 @@ public:
   std::int64_t freeBytes() const { return end_ - used_; } // bytes in free blocks
   std::size_t freeBlocks() const { return by_size_.size(); }
   std::int64_t alignment() const { return alignment_; }
+  /// Calls f(offset, size) for every free block, in no particular order.
+  template <class F> void forEachFreeBlock(F&& f) const {
+    for (const auto& [start, size] : by_start_)
+      f(start, size);
+  }
 
   /// Checks the invariants (free blocks never overlap or touch, used + free = workspace, the maps
   /// agree); returns "" or what is wrong. O(n log n): for tests and debug builds.

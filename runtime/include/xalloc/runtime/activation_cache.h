@@ -4,20 +4,22 @@
 // A rewritten fast-form model starts with xalloc::activations_enter() and ends with
 // xalloc::activations_exit(). Between the two, every CPU tensor of at least
 // kCachedActivationBytes that the calling thread allocates (the runtime's ops' outputs and
-// ATen's alike) comes from the process's ActivationCache, and goes back to it when freed: the
-// next call, which allocates the same shapes, reuses those blocks instead of asking glibc's
-// malloc, which hands blocks above its mmap threshold back to the OS on free and faults them in
-// again (zeroed, page by page) on the next call.
+// ATen's alike) is placed in the process's activation arena: one reserved range of address
+// space whose blocks are placed best-fit with coalescing (memplan's BestFitAllocator), so a call
+// reuses the memory the previous call wrote, at the same offsets, with the footprint of the
+// model's peak of live activations. glibc's malloc, by contrast, hands blocks above its mmap
+// threshold back to the OS on free and faults them in again (zeroed, page by page) on the next
+// call, and shares its heap with whatever else the process does.
 //
-// The bound: the cache holds at most XALLOC_ACTIVATION_CACHE_MB MiB (default 256; 0 turns it
-// off) of blocks not in use; past it, the blocks freed longest ago are given back first. Blocks
-// in use are the model's live tensors, as without the cache. A block is at most 1/8 larger than
-// asked for (eight size classes per power of two).
+// The bound: free arena pages that are still resident hold at most XALLOC_ACTIVATION_CACHE_MB
+// MiB (default 256; 0 turns the arena off). Past it, the pages of every free block are given
+// back (madvise(MADV_DONTNEED)). Blocks in use are the model's live tensors, as without the
+// arena. A request the arena cannot place (its reservation is full) is libtorch's.
 //
-// To reach ATen's allocations, the cache is installed as libtorch's CPU allocator on the first
-// enter, when libtorch's own allocator is in place (never over the graceful allocator, which
-// keeps its budget and ledger for every byte). Outside a scope, and on other threads, it passes
-// each request to libtorch's allocator unchanged.
+// To reach ATen's allocations, the arena's allocator is installed as libtorch's CPU allocator on
+// the first enter, when libtorch's own allocator is in place (never over the graceful allocator,
+// which keeps its budget and ledger for every byte). Outside a scope, and on other threads, it
+// passes each request to libtorch's allocator unchanged.
 #pragma once
 
 #include <cstddef>
@@ -32,47 +34,50 @@ namespace xalloc::runtime {
 inline constexpr std::size_t kCachedActivationBytes = std::size_t{64} << 10;
 
 struct ActivationCacheStats {
-  std::int64_t hits = 0;      // requests served by a block kept for reuse
-  std::int64_t misses = 0;    // requests that asked the upstream allocator
-  std::int64_t evictions = 0; // idle blocks given back to stay within the limit
-  std::int64_t idle_bytes = 0;
-  std::int64_t peak_idle_bytes = 0;
+  std::int64_t hits = 0;       // requests placed in the arena
+  std::int64_t misses = 0;     // requests it could not place (libtorch's allocator served them)
+  std::int64_t trims = 0;      // times the free pages were given back to stay within the limit
+  std::int64_t idle_bytes = 0; // free bytes whose pages may be resident (<= the limit)
+  std::int64_t peak_idle_bytes = 0; // the most idle_bytes ever held after a free
+  std::int64_t live_bytes = 0;      // bytes of blocks in use
+  std::int64_t workspace_bytes = 0; // the arena's span: blocks in use, free blocks and holes
   std::int64_t limit_bytes = 0;
+  std::int64_t reserved_bytes = 0; // address space reserved (0: no arena could be mapped)
 };
 
-/// A bounded cache of CPU blocks in size classes, over an upstream allocator. Thread-safe: a
-/// block may be freed on any thread.
+/// An arena of CPU blocks: a reserved range of address space (pages are backed when first
+/// written), placed best-fit with coalescing. Thread-safe: a block may be freed on any thread.
 class ActivationCache {
 public:
-  ActivationCache(std::size_t limit_bytes, c10::Allocator* upstream);
+  /// `reserve_bytes` of address space (less when the system refuses that much; none at all
+  /// leaves every request to libtorch's allocator); free pages beyond `limit_bytes` are given
+  /// back.
+  ActivationCache(std::size_t limit_bytes, std::size_t reserve_bytes);
   ActivationCache(const ActivationCache&) = delete;
   ActivationCache& operator=(const ActivationCache&) = delete;
-  ~ActivationCache(); // gives back the idle blocks; blocks in use must be freed before
+  ~ActivationCache(); // unmaps the arena: every block must have been freed before
 
-  /// A block of at least `bytes`: one of the size's class kept for reuse, else a new one. Freed,
-  /// it is kept for reuse while the idle blocks stay within the limit.
+  /// A block of at least `bytes`, 64-byte aligned: placed in the arena, else libtorch's.
   c10::DataPtr allocate(std::size_t bytes);
-  /// Whether `data` is a block of this cache's (in use or idle).
+  /// Whether `data` lies in the arena.
   bool owns(const void* data) const;
-  /// Gives back every idle block; returns their bytes.
+  /// Gives back the pages of every free block; returns the bytes they span.
   std::size_t release();
   ActivationCacheStats stats() const;
   std::size_t limit() const { return limit_; }
+  /// The address space reserved; 0: no arena (a limit of 0, or none could be mapped).
+  std::size_t reserved() const;
 
-  /// The bytes a request of `bytes` is served with (its size class).
-  static std::size_t sizeClass(std::size_t bytes);
-  /// The deleter of every block this class hands out (data == context).
+  /// The deleter of every block placed in an arena (data == context).
   static void deleteBlock(void* data);
 
   struct Header;
 
 private:
-  void recycle(Header* h);
-  Header* take(std::size_t cls);
+  void free(Header* h);
   struct State;
   State* state_;
   const std::size_t limit_;
-  c10::Allocator* const upstream_;
 };
 
 /// Starts the calling thread's activation scope (installs the process's cache on first use);
@@ -86,7 +91,7 @@ bool activationCacheInstalled();
 /// Whether `a` is the process's cache's allocator (which passes through outside scopes).
 bool isActivationCacheAllocator(const c10::Allocator* a);
 ActivationCacheStats activationCacheStats();
-/// Gives back the process's cache's idle blocks; returns their bytes.
+/// Gives back the pages of the process's arena's free blocks; returns the bytes they span.
 std::size_t releaseActivationCache();
 
 } // namespace xalloc::runtime
