@@ -69,7 +69,9 @@ inline constexpr int kMeasureMethod = 4;
 // 11: output errors element by element (tspass::maxRelativeError); packed and blocked regions
 // keep NaN and take their own scratchpads.
 // 12: regions run through concatenations; a layout that would repeat another is not measured.
-inline constexpr int kProfileAnalysis = 12;
+// 13: packed regions pool without indices (xalloc::max_pool2d); fast-form regions run in the
+// activation arena.
+inline constexpr int kProfileAnalysis = 13;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

@@ -335,6 +335,10 @@ TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
     ASSERT_TRUE(e.applied) << e.message;
     f.graph->lint();
     EXPECT_EQ(count(*f.graph, "aten::cat"), 2u);
+    // The packed layouts pool with the runtime's max pooling (no indices); the others with ATen's.
+    const bool packed = t.name == std::string("channels_last+packed");
+    EXPECT_EQ(e.pools, packed ? 1 : 0);
+    EXPECT_EQ(count(*f.graph, "xalloc::max_pool2d"), packed ? 1u : 0u);
     const c10::IValue after = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
     EXPECT_LE(maxRelativeError(before, after), 1e-5);
     const std::string saved = xalloc::testing::tempPath("firenet.pt");

@@ -30,6 +30,7 @@ std::string counts(const RegionEdit& e) {
   add(e.packed, "convolution(s) or linear(s) packed");
   add(e.fused, "activation(s) fused");
   add(e.blocked_ops, "op(s) on blocked tensors");
+  add(e.pools, "max pooling(s) without indices");
   add(e.removed_conversions, "row-major conversion(s) of the entries removed");
   return s;
 }

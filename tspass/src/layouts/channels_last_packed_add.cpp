@@ -116,6 +116,7 @@ public:
     return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast, [&](RegionEdit& e) {
       fuseResidualAdds(g, r, e);
       layouts::packConvs(g, r, e);
+      layouts::poolWithoutIndices(g, r, e);
     });
   }
   bool appliedAt(const Node* now, const std::string&) const override {

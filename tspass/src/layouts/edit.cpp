@@ -190,6 +190,19 @@ void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
   packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed", packedConv);
 }
 
+void poolWithoutIndices(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
+  const std::vector<Node*> nodes = r.nodes; // replaceNode edits r.nodes
+  for (Node* n : nodes) {
+    if (n->kind() != c10::aten::max_pool2d)
+      continue;
+    Node* m = place(g.create(sym("xalloc::max_pool2d"), n->inputs()), n, n);
+    m->output()->setType(n->output()->type());
+    m->output()->copyMetadata(n->output());
+    replaceNode(n, m, r.nodes);
+    ++e.pools;
+  }
+}
+
 void relayWeights(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryFormat mf, RegionEdit& e) {
   for (Node* n : r.nodes) {
     if (layoutFamily(n).family != LayoutFamily::Conv)

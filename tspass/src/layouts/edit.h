@@ -85,6 +85,9 @@ c10::IValue packedConv(const Node* conv, const std::string& post);
 /// packOps for 2-D convolutions: each aten::conv2d with constant parameters becomes
 /// xalloc::conv2d_packed with a runtime::PackedConv, its activation fused.
 void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);
+/// Each aten::max_pool2d of the region becomes the runtime's xalloc::max_pool2d: the same
+/// result without the indices ATen computes and drops (channels-last float; ATen's otherwise).
+void poolWithoutIndices(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);
 /// Re-lays each constant convolution weight in the memory format the region runs in.
 void relayWeights(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryFormat mf, RegionEdit& e);
 /// The region's exits, converted by `make` for every reader outside it.

@@ -78,6 +78,7 @@ struct RegionEdit {
   std::int64_t packed = 0;         // convolutions now xalloc::conv2d_packed
   std::int64_t fused = 0;          // activations fused into them
   std::int64_t blocked_ops = 0;    // ops now computing on oneDNN's blocked tensors
+  std::int64_t pools = 0;          // max poolings now xalloc::max_pool2d (no indices)
   /// Row-major aten::contiguous calls at its entries that only undid the target layout, gone.
   std::int64_t removed_conversions = 0;
   std::string message; // why nothing was done, when nothing was

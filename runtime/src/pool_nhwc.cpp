@@ -1,0 +1,150 @@
+// xalloc::max_pool2d: 2-D max pooling of a channels-last float tensor without the indices.
+// ATen 1.13's max_pool2d is max_pool2d_with_indices with the indices thrown away: on a
+// channels-last tensor it writes an int64 index beside every float it outputs and blends them in
+// every step, which made SqueezeNet's three poolings 12% of the rewritten model's time. Here an
+// output pixel is the running maximum of its window's channel vectors, read where they lie.
+//
+// The result is ATen's, bit for bit: the same output size (ceil_mode's rule that the last window
+// starts inside the input or its left padding), the same windows (padding is never read), and
+// NaN kept as ATen keeps it (a NaN in the window is the result). Anything else, an argument ATen
+// would refuse included, is ATen's own max_pool2d, so its errors are ATen's: other dtypes and
+// layouts, and inputs that want gradients (ATen records them).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "packed_checks.h"
+
+namespace xalloc::runtime {
+
+namespace {
+
+// ATen's pooling_output_shape_pad_lr.
+std::int64_t outputSize(std::int64_t in, std::int64_t k, std::int64_t pad, std::int64_t stride,
+                        std::int64_t dilation, bool ceil_mode) {
+  const std::int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  std::int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad)
+    --out;
+  return out;
+}
+
+struct Pool2d {
+  std::int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+};
+
+// Output rows [begin, end) (a row: one image's output pixels at one height). Each output pixel
+// starts as its window's first channel vector and takes the maximum with the others, a NaN
+// taken (ATen: val > max || isnan(val)). One function, compiled for each instruction set, so the
+// choice is made once per task and the channel loops vectorize.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std::int64_t h,
+         std::int64_t w, std::int64_t c, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t row = begin; row < end; ++row) {
+    const std::int64_t b = row / p.oh, y = row % p.oh;
+    std::int64_t ih0 = y * p.sh - p.ph;
+    const std::int64_t ih1 = std::min(ih0 + (p.kh - 1) * p.dh + 1, h);
+    while (ih0 < 0)
+      ih0 += p.dh;
+    for (std::int64_t xo = 0; xo < p.ow; ++xo) {
+      std::int64_t iw0 = xo * p.sw - p.pw;
+      const std::int64_t iw1 = std::min(iw0 + (p.kw - 1) * p.dw + 1, w);
+      while (iw0 < 0)
+        iw0 += p.dw;
+      float* __restrict dst = out + (row * p.ow + xo) * c;
+      bool first = true;
+      for (std::int64_t ih = ih0; ih < ih1; ih += p.dh)
+        for (std::int64_t iw = iw0; iw < iw1; iw += p.dw) {
+          const float* __restrict src = in + ((b * h + ih) * w + iw) * c;
+          if (first) {
+            for (std::int64_t k = 0; k < c; ++k)
+              dst[k] = src[k];
+            first = false;
+            continue;
+          }
+          for (std::int64_t k = 0; k < c; ++k) {
+            const float v = src[k];
+            const float m = dst[k];
+            dst[k] = (v > m || v != v) ? v : m;
+          }
+        }
+      if (first) // an empty window (ATen's checks leave none): its -inf
+        for (std::int64_t k = 0; k < c; ++k)
+          dst[k] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+// The parameters when the fast path takes them (ATen's own checks passed the same way);
+// otherwise nothing, and ATen decides.
+std::optional<Pool2d> fastPath(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  if (!x.defined() || x.layout() != at::kStrided || !x.device().is_cpu() ||
+      x.scalar_type() != at::kFloat || x.dim() != 4 ||
+      !x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+      x.suggest_memory_format() != at::MemoryFormat::ChannelsLast || x.numel() == 0 ||
+      detail::wantsGradient(x))
+    return std::nullopt;
+  auto two = [](at::IntArrayRef v, std::int64_t fallback, std::int64_t& a, std::int64_t& b) {
+    if (v.empty()) {
+      a = b = fallback;
+      return true;
+    }
+    if (v.size() != 1 && v.size() != 2)
+      return false;
+    a = v[0];
+    b = v.size() == 2 ? v[1] : v[0];
+    return true;
+  };
+  Pool2d p{};
+  if (!two(kernel, -1, p.kh, p.kw) || kernel.empty() || !two(stride, 0, p.sh, p.sw) ||
+      !two(padding, 0, p.ph, p.pw) || !two(dilation, 1, p.dh, p.dw))
+    return std::nullopt;
+  if (stride.empty()) {
+    p.sh = p.kh;
+    p.sw = p.kw;
+  }
+  if (p.kh <= 0 || p.kw <= 0 || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.ph < 0 ||
+      p.pw < 0 || p.ph > p.kh / 2 || p.pw > p.kw / 2)
+    return std::nullopt;
+  p.oh = outputSize(x.size(2), p.kh, p.ph, p.sh, p.dh, ceil_mode);
+  p.ow = outputSize(x.size(3), p.kw, p.pw, p.sw, p.dw, ceil_mode);
+  if (p.oh < 1 || p.ow < 1)
+    return std::nullopt;
+  return p;
+}
+
+at::Tensor maxPool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride,
+                     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  const auto p = fastPath(x, kernel, stride, padding, dilation, ceil_mode);
+  if (!p)
+    return at::max_pool2d(x, kernel, stride, padding, dilation, ceil_mode);
+  const std::int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  at::Tensor out =
+      at::empty({n, c, p->oh, p->ow}, x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  const float* in = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const std::int64_t rows = n * p->oh;
+  // Rows of output pixels; a task of at least 32 KiB of input read.
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, (32 << 10) / std::max<std::int64_t>(1, p->ow * c * 4 * p->kh));
+  at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    poolRows(*p, in, o, h, w, c, begin, end);
+  });
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_FRAGMENT(xalloc, m) {
+  m.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+        "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+        maxPool2d);
+}
+
+} // namespace xalloc::runtime
