@@ -4,6 +4,7 @@
 #
 #   MODEL=path/to/model.pt make profile rewrite     # the same on any TorchScript file
 #   INPUTS="--input-shape 1x3x224x224"               # when the model stores no example inputs
+#   SHAPES="8x3x224x224"                             # other shapes the plan must hold at
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -11,6 +12,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 OUT        ?= data/tmp
 MODEL      ?=
 INPUTS     ?=
+SHAPES     ?=
 # One thread for libtorch and OpenBLAS together: what the profile measures at and the timing runs
 # at (a schedule holds for the thread count it was measured at).
 THREADS    ?= 1
@@ -23,7 +25,7 @@ PLAN_FLAGS    ?= --form fast
 REWRITE_FLAGS ?= --freeze
 BIN        := $(BUILD_DIR)/bin
 MODELS      = $(or $(MODEL),$(BUILD_DIR)/samples/minigpt.pt $(BUILD_DIR)/samples/smallcnn.pt)
-PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" THREADS=$(THREADS) \
+PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" SHAPES="$(SHAPES)" THREADS=$(THREADS) \
               PROFILE_FLAGS="$(PROFILE_FLAGS)" PLAN_FLAGS="$(PLAN_FLAGS)" \
               REWRITE_FLAGS="$(REWRITE_FLAGS)" bash scripts/rewrite.sh
 CMAKE_ARGS ?=

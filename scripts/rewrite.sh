@@ -5,7 +5,8 @@
 #
 #   scripts/rewrite.sh profile|rewrite MODEL.pt...
 # Settings from the environment (the Makefile passes them): BIN, OUT, INPUTS, THREADS,
-# PROFILE_FLAGS, PLAN_FLAGS, REWRITE_FLAGS, RUNS.
+# PROFILE_FLAGS, PLAN_FLAGS, REWRITE_FLAGS, RUNS, SHAPES (other input shapes the plan must hold
+# at, e.g. "8x3x224x224 1x3x320x320": each profiled, and passed to xsched --shape-profile).
 set -euo pipefail
 step=$1
 shift
@@ -17,6 +18,7 @@ read -r -a inputs <<<"${INPUTS:-}"
 read -r -a profile_flags <<<"${PROFILE_FLAGS---freeze}"
 read -r -a plan_flags <<<"${PLAN_FLAGS---form fast}"
 read -r -a rewrite_flags <<<"${REWRITE_FLAGS---freeze}"
+read -r -a shapes <<<"${SHAPES:-}"
 mkdir -p "$OUT"
 run() {
   echo "+ $*" >&2
@@ -29,8 +31,14 @@ for model in "$@"; do
     run "$BIN/xprof" "$model" "${inputs[@]}" --threads "$THREADS" "${profile_flags[@]}" \
       -o "$p.profile.json"
     run "$BIN/xcost" "$p.profile.json" -o "$p.cost.json" --report
-    run "$BIN/xsched" --profile "$p.profile.json" --cost "$p.cost.json" "${plan_flags[@]}" \
-      -o "$p.schedule.json" --explain
+    at=()
+    for shape in "${shapes[@]}"; do
+      run "$BIN/xprof" "$model" --input-shape "$shape" --threads "$THREADS" "${profile_flags[@]}" \
+        -o "$p.at-$shape.profile.json"
+      at+=(--shape-profile "$p.at-$shape.profile.json")
+    done
+    run "$BIN/xsched" --profile "$p.profile.json" --cost "$p.cost.json" "${at[@]}" \
+      "${plan_flags[@]}" -o "$p.schedule.json" --explain
   else
     run "$BIN/xrewrite" "$model" "${inputs[@]}" --schedule "$p.schedule.json" \
       "${rewrite_flags[@]}" -o "$p.opt.pt" --diff

@@ -89,6 +89,8 @@ json toJson(const Decision& d) {
   if (d.region) {
     j["region"] = toJson(*d.region);
     j["region_layout"] = d.region_layout->name;
+    if (!d.holds_for.empty())
+      j["holds_for"] = d.holds_for;
   }
   if (d.fused_template_input)
     j["fused_into_producer"] = {{"template_input", *d.fused_template_input}};
@@ -127,8 +129,12 @@ Decision readDecision(const JsonReader& r) {
     if (d.region_layout->target != d.target)
       r.at("target").fail("region layout '" + std::string(d.region_layout->name) + "' runs in " +
                           toString(d.region_layout->target) + ", not " + toString(d.target));
+    if (auto h = r.find("holds_for"))
+      d.holds_for = h->toStringVector();
   } else if (r.find("region_layout")) {
     r.at("region_layout").fail("a region layout belongs to a region decision");
+  } else if (r.find("holds_for")) {
+    r.at("holds_for").fail("the shapes a layout holds for belong to a region decision");
   } else if (r.getBool("packed", false)) {
     r.at("packed").fail("packed weights belong to a region decision");
   }

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
                "xsched"};
   app.add_option("--profile", o.profile, "profile.json (default: from the stdin stream)");
   app.add_option("--cost", o.cost, "cost.json (default: from the stdin stream)");
+  app.add_option("--shape-profile", o.shape_profiles,
+                 "a profile of the same model at other input shapes (xprof --input-shape); "
+                 "repeatable: each region runs in a layout that holds at every shape profiled");
   app.add_option("-o,--output", o.output,
                  "write schedule.json here ('-' for stdout); without it, pass the input stream "
                  "through and append schedule.json");

@@ -2,7 +2,9 @@
 // boundary conversions included, among those within the tolerance, the form and the noise. A
 // region's candidates are timed with their own entry and exit conversions and regions share no
 // op, so the plan's time is the sum of the regions' and choosing each region's best is the best
-// combination: exact, no search needed.
+// combination: exact, no search needed. With profiles at other input shapes (xsched
+// --shape-profile), a layout must hold at each: never slower beyond the noise, faster at one,
+// and the best by the geometric mean over the shapes.
 #include "regions.h"
 
 #include <algorithm>
@@ -33,7 +35,69 @@ const formats::Op* profileOpFor(const formats::Profile& p, const formats::Anchor
   return nullptr;
 }
 
+bool sameRef(const formats::RegionRef& a, const formats::RegionRef& b) {
+  if (a.nodes.size() != b.nodes.size() || a.convolutions != b.convolutions)
+    return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i)
+    if (a.nodes[i].op != b.nodes[i].op || !a.nodes[i].sameSite(b.nodes[i]))
+      return false;
+  return true;
+}
+
+// A candidate measured at one shape: its gain over the region as it is, and the noise margin.
+struct Measured {
+  std::string why; // why it may not be chosen at this shape ("" when it may)
+  double as_is_ms = 0, gain = 0, margin = 0;
+};
+
+Measured measure(const formats::Region& g, const RegionCandidate& c, std::int64_t repeats,
+                 const SchedOptions& o, double floor_ms) {
+  Measured m;
+  const RegionCandidate& as_is = g.candidates.front();
+  m.as_is_ms = as_is.time_ms;
+  m.gain = c.delta_ms ? -*c.delta_ms : as_is.time_ms - c.time_ms;
+  const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
+                                        std::max<std::int64_t>(repeats, 5));
+  m.margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
+  if (!withinTolerance(c.identical_output, c.output_error, o.tolerance))
+    m.why = o.tolerance > 0 && c.output_error
+                ? "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, " +
+                      "beyond the tolerance " + fmtSci(o.tolerance)
+                : "changes the outputs' bits (--exact)";
+  return m;
+}
+
+// The same candidate at another shape: the region with the same ops in `q`, the candidate of
+// the same layout in it.
+const RegionCandidate* atShape(const formats::Profile& q, const formats::Region& g,
+                               const RegionCandidate& c, const formats::Region** region) {
+  for (const auto& h : q.regions)
+    if (sameRef(h.ref, g.ref)) {
+      *region = &h;
+      if (!h.note.empty() || !h.candidates.front().measured)
+        return nullptr;
+      for (const auto& hc : h.candidates)
+        if (hc.layout == c.layout && hc.measured)
+          return &hc;
+      return nullptr;
+    }
+  *region = nullptr;
+  return nullptr;
+}
+
 } // namespace
+
+std::string inputShapes(const formats::Profile& p) {
+  std::string s;
+  for (const auto& in : p.settings.inputs) {
+    if (in.shape.empty())
+      return "";
+    s += s.empty() ? "" : ",";
+    for (std::size_t i = 0; i < in.shape.size(); ++i)
+      s += (i ? "x" : "") + std::to_string(in.shape[i]);
+  }
+  return s;
+}
 
 std::string fmtSci(double x) {
   char buf[32];
@@ -80,32 +144,62 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
     }
     // The best candidate that may be chosen, and the best that may not with why.
     const RegionCandidate* best = nullptr;
-    double best_gain = 0, best_margin = 0;
-    std::string blocked_why;
+    double best_gain = 0, best_margin = 0, best_score = 0;
+    std::string blocked_why, best_shapes;
     double blocked_gain = 0;
+    const bool shapes = o.other_shapes && !o.other_shapes->empty();
     for (std::size_t i = 1; i < g.candidates.size(); ++i) {
       const RegionCandidate& c = g.candidates[i];
       if (!c.measured)
         continue;
-      const double gain = c.delta_ms ? -*c.delta_ms : as_is.time_ms - c.time_ms;
-      const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
-                                            std::max<std::int64_t>(p.settings.repeats, 5));
-      const double margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
-      std::string why;
-      if (!withinTolerance(c.identical_output, c.output_error, o.tolerance))
-        why = o.tolerance > 0 && c.output_error
-                  ? "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, " +
-                        "beyond the tolerance " + fmtSci(o.tolerance)
-                  : "changes the outputs' bits (--exact)";
-      else if (c.needsRuntime() && o.form != formats::RewriteForm::Fast)
+      const Measured m = measure(g, c, p.settings.repeats, o, floor_ms);
+      const double gain = m.gain, margin = m.margin;
+      std::string why = m.why;
+      if (why.empty() && c.needsRuntime() && o.form != formats::RewriteForm::Fast)
         why = "needs the runtime's ops (xsched --form fast)";
-      else if (!(gain > margin))
+      // Over a set of shapes: not slower beyond the noise at any, faster beyond it at one, the
+      // best by the geometric mean of its time over the region's as it is. One shape: faster
+      // beyond the noise, the best by the time saved.
+      double score = gain;
+      std::string per_shape;
+      if (why.empty() && shapes) {
+        bool faster = gain > margin;
+        double log_ratio = std::log((m.as_is_ms - gain) / m.as_is_ms);
+        per_shape = inputShapes(p) + " " + fmtMs(m.as_is_ms) + " -> " + fmtMs(m.as_is_ms - gain);
+        if (gain < -margin)
+          why = "is slower at " + inputShapes(p) + " by " + fmtMs(-gain);
+        for (const formats::Profile& q : *o.other_shapes) {
+          if (!why.empty())
+            break;
+          const formats::Region* h = nullptr;
+          const RegionCandidate* hc = atShape(q, g, c, &h);
+          const std::string at = inputShapes(q);
+          if (!hc) {
+            why = h ? "was not measured at " + at : "is not a region at " + at;
+            break;
+          }
+          const Measured mq = measure(*h, *hc, q.settings.repeats, o, floor_ms);
+          if (!mq.why.empty())
+            why = mq.why + " at " + at;
+          else if (mq.gain < -mq.margin)
+            why = "is slower at " + at + " by " + fmtMs(-mq.gain);
+          faster = faster || mq.gain > mq.margin;
+          log_ratio += std::log((mq.as_is_ms - mq.gain) / mq.as_is_ms);
+          per_shape += ", " + at + " " + fmtMs(mq.as_is_ms) + " -> " + fmtMs(mq.as_is_ms - mq.gain);
+        }
+        if (why.empty() && !faster)
+          why = "is faster beyond the noise at none of the shapes";
+        score = -log_ratio / static_cast<double>(1 + o.other_shapes->size());
+      } else if (why.empty() && !(gain > margin)) {
         why = "saves " + fmtMs(gain) + ", within the noise margin " + fmtMs(margin);
+      }
       if (why.empty()) {
-        if (!best || gain > best_gain) {
+        if (!best || score > best_score) {
           best = &c;
           best_gain = gain;
           best_margin = margin;
+          best_score = score;
+          best_shapes = per_shape;
         }
       } else if (gain > blocked_gain) {
         blocked_gain = gain;
@@ -116,11 +210,23 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
     if (best) {
       d.action = Action::Sync;
       d.setRegion(g.ref, best->traits());
-      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as " + best->name() +
-                 ": " + fmtMs(as_is.time_ms) + " -> " + fmtMs(as_is.time_ms - best_gain) +
-                 " measured with its " + std::to_string(g.entries.size()) + " entry and " +
-                 std::to_string(g.exits.size()) + " exit conversion(s) (" +
-                 pct(best_gain / as_is.time_ms) + " faster, margin " + fmtMs(best_margin) + ")";
+      if (shapes) {
+        d.holds_for.push_back(inputShapes(p));
+        for (const formats::Profile& q : *o.other_shapes)
+          d.holds_for.push_back(inputShapes(q));
+        d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as ";
+        d.reason += best->name() + " at every shape profiled: " + best_shapes;
+        d.reason += " measured with its " + std::to_string(g.entries.size()) + " entry and " +
+                    std::to_string(g.exits.size()) + " exit conversion(s) (";
+        d.reason += pct(1 - std::exp(-best_score)) + " faster, geometric mean)";
+      } else {
+        d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as " +
+                   best->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
+                   fmtMs(as_is.time_ms - best_gain) + " measured with its " +
+                   std::to_string(g.entries.size()) + " entry and " +
+                   std::to_string(g.exits.size()) + " exit conversion(s) (" +
+                   pct(best_gain / as_is.time_ms) + " faster, margin " + fmtMs(best_margin) + ")";
+      }
       if (!best->identical_output && best->output_error)
         d.reason += "; outputs within " + fmtSci(*best->output_error) + " of their scale";
       v.gain = best_gain;

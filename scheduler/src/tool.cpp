@@ -1,6 +1,7 @@
 // xsched: read a profile and a cost model, decide every site, write schedule.json.
 #include "xalloc/scheduler/tool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -101,6 +102,32 @@ int runXsched(const XschedOptions& o) {
                                    ") but the cost model was fitted on " + cost.model.path +
                                    " (sha256 " + cost.model.sha256.substr(0, 12) +
                                    "); pass --foreign-cost to use it anyway");
+  // Other shapes: the same model, frozen as the profile is, each at shapes of its own.
+  std::vector<formats::Profile> others;
+  std::vector<std::string> seen{inputShapes(profile)};
+  for (const std::string& path : o.shape_profiles) {
+    formats::Profile q = formats::loadProfile(path);
+    if (!profile.model.sha256.empty() && !q.model.sha256.empty() &&
+        q.model.sha256 != profile.model.sha256)
+      throw InputError(path, "profiles " + q.model.path + " (sha256 " +
+                                 q.model.sha256.substr(0, 12) +
+                                 "), not the model of the profile, " + profile.model.path +
+                                 " (sha256 " + profile.model.sha256.substr(0, 12) + ")");
+    if (q.model.frozen.value_or(false) != profile.model.frozen.value_or(false))
+      throw InputError(path,
+                       "profiles the model " +
+                           std::string(q.model.frozen.value_or(false) ? "frozen" : "unfrozen") +
+                           ", the profile does not: profile both with or without --freeze");
+    const std::string shapes = inputShapes(q);
+    if (shapes.empty() || seen.front().empty())
+      throw InputError(path, "records no input shapes to plan over (profiled from --input-file?)");
+    if (std::find(seen.begin(), seen.end(), shapes) != seen.end())
+      throw InputError(path, "measures input shapes " + shapes + ", as another profile does");
+    seen.push_back(shapes);
+    others.push_back(std::move(q));
+  }
+  if (!others.empty())
+    so.other_shapes = &others;
   formats::Schedule schedule = makeSchedule(profile, cost, so);
   schedule.tool_version = kVersion;
   if (!o.trace.empty())

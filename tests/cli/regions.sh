@@ -139,6 +139,32 @@ expect_error 2 'v1.json: /schema_version: .*before layout targets.*run xsched ag
 [[ ! -e "$WORK/v1.pt" ]] || fail "an old schedule wrote a model"
 expect_error 2 "/decisions/[0-9]+/target: error: expected 'contiguous', 'channels_last'" -- \
   bash -c "sed 's/\"target\": *\"channels_last\"/\"target\": \"nhwc\"/' '$WORK/forced.json' > '$WORK/bad.json' && sed -i 's/\"target\": *\"contiguous\"/\"target\": \"nhwc\"/' '$WORK/bad.json' && xrewrite '$model' -s '$WORK/bad.json' --freeze -o '$WORK/bad.pt'"
+# Over two input shapes (xsched --shape-profile): the region's decision names both, and holds
+# at each (xsched's unit tests check the choice); profiles of another model, at the same
+# shapes, or unfrozen are refused in one line.
+xprof "$model" --input-shape 8x3x32x32 "${QUICK[@]}" --threads 1 --freeze -o "$WORK/profile8.json"
+xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --form fast \
+  --shape-profile "$WORK/profile8.json" -o "$WORK/shapes.json"
+validate "$WORK/shapes.json" || fail "a schedule over two shapes does not validate"
+python3 - "$WORK/shapes.json" <<'PY' || fail "the decisions over two shapes"
+import json, sys
+s = json.load(open(sys.argv[1]))
+regions = [d for d in s["decisions"] if "region" in d]
+assert regions, s["decisions"]
+for d in regions:
+    if d["action"] == "sync":
+        assert d["holds_for"] == ["2x3x32x32", "8x3x32x32"], d
+        assert "at every shape profiled: 2x3x32x32" in d["reason"], d["reason"]
+    else:
+        assert "holds_for" not in d, d
+PY
+expect_error 2 'profile.json: error: measures input shapes 2x3x32x32, as another profile does' -- \
+  xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --shape-profile "$WORK/profile.json" -o "$WORK/x.json"
+xprof "$XALLOC_SAMPLES/firenet.pt" "${QUICK[@]}" --threads 1 --freeze -o "$WORK/other.json" 2>/dev/null
+expect_error 2 'other.json: error: profiles .*firenet.pt .*not the model of the profile' -- \
+  xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --shape-profile "$WORK/other.json" -o "$WORK/x.json"
+[[ ! -e "$WORK/x.json" ]] || fail "a refused plan was written"
+
 # A region layout the table does not have: one line naming the field and the layouts there are.
 python3 - "$WORK/forced.json" "$WORK/fancy.json" <<'PY'
 import json, sys

@@ -2,6 +2,7 @@
 // the tolerance, the form and the noise, as a whole; value decisions inside it give way.
 #include <gtest/gtest.h>
 
+#include "xalloc/formats/documents.h"
 #include "xalloc/scheduler/decide.h"
 
 #include "scheduler_fixture.h"
@@ -141,4 +142,71 @@ TEST(SchedulerRegions, UnmeasuredRegionIsLeftWithItsNote) {
   const Decision d = regionDecision(makeSchedule(f.p, f.cost, o));
   EXPECT_EQ(d.action, Action::None);
   EXPECT_NE(d.reason.find("comes back"), std::string::npos) << d.reason;
+}
+
+namespace {
+// The fixture at another input shape: the same region, its candidates at other times.
+Profile atShape(const xalloc::testing::Fixture& f, std::int64_t batch,
+                std::vector<RegionCandidate> candidates) {
+  Profile q = f.p;
+  for (auto& in : q.settings.inputs)
+    in.shape.front() = batch;
+  q.regions.front().candidates = std::move(candidates);
+  return q;
+}
+} // namespace
+
+TEST(SchedulerRegions, OverSeveralShapesALayoutMustHoldAtEach) {
+  xalloc::testing::Fixture f = withRegion();
+  InputSpec x;
+  x.name = "x";
+  x.shape = {1, 3, 32, 32};
+  f.p.settings.inputs = {x};
+  const std::string one = scheduler::inputShapes(f.p);
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  // At batch 8 packed is slower than the region as it is (blocked is the fastest there, but
+  // slower at the first shape): channels_last, faster at both, is what holds.
+  std::vector<Profile> others{atShape(f, 8,
+                                      {measured(LayoutTarget::Contiguous, false, 80, 80),
+                                       measured(LayoutTarget::ChannelsLast, false, 70, 80),
+                                       measured(LayoutTarget::ChannelsLast, true, 90, 80, 3e-7),
+                                       measured(LayoutTarget::Blocked, false, 50, 80)})};
+  o.other_shapes = &others;
+  const std::string eight = scheduler::inputShapes(others.front());
+  ASSERT_NE(one, eight);
+  Decision d = regionDecision(makeSchedule(f.p, f.cost, o));
+  EXPECT_EQ(d.action, Action::Sync);
+  EXPECT_EQ(d.region_layout->name, std::string("channels_last")) << d.reason;
+  EXPECT_EQ(d.holds_for, (std::vector<std::string>{one, eight}));
+  EXPECT_NE(d.reason.find(eight + " 80.0000 ms -> 70.0000 ms"), std::string::npos) << d.reason;
+  EXPECT_DOUBLE_EQ(d.predicted_saving_ms, 2.0); // at the profile's own shape
+
+  // The region's decision and the shapes survive the schedule's JSON.
+  Schedule s = makeSchedule(f.p, f.cost, o);
+  const Schedule back = scheduleFromJson(toJson(s), "s.json");
+  EXPECT_EQ(regionDecision(back).holds_for, d.holds_for);
+
+  // Every layout slower somewhere, or faster nowhere: left as it is, saying why.
+  others = {atShape(f, 8,
+                    {measured(LayoutTarget::Contiguous, false, 80, 80),
+                     measured(LayoutTarget::ChannelsLast, false, 95, 80),
+                     measured(LayoutTarget::ChannelsLast, true, 90, 80, 3e-7),
+                     measured(LayoutTarget::Blocked, false, 120, 80)})};
+  d = regionDecision(makeSchedule(f.p, f.cost, o));
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_TRUE(d.holds_for.empty());
+  EXPECT_NE(d.reason.find("is slower at " + eight), std::string::npos) << d.reason;
+
+  // A shape whose profile lacks the region (another graph) cannot vouch for any layout.
+  others.front().regions.clear();
+  d = regionDecision(makeSchedule(f.p, f.cost, o));
+  EXPECT_EQ(d.action, Action::None);
+  EXPECT_NE(d.reason.find("is not a region at " + eight), std::string::npos) << d.reason;
+
+  // One profile: as before, the fastest at its shape, and no shapes recorded.
+  o.other_shapes = nullptr;
+  d = regionDecision(makeSchedule(f.p, f.cost, o));
+  EXPECT_TRUE(d.region_layout->packed);
+  EXPECT_TRUE(d.holds_for.empty());
 }

@@ -43,6 +43,10 @@ struct Decision {
   /// A region decision's layout, a row of layout_traits.cpp (its target is `target`); null for
   /// a value decision.
   const LayoutTraits* region_layout = nullptr;
+  /// The input shapes a region decision was measured to hold for (xsched --shape-profile): each
+  /// a profile's inputs, "1x3x224x224" (several inputs joined by ","); empty when the plan was
+  /// made from one profile, whose shapes the schedule's model section does not record.
+  std::vector<std::string> holds_for;
 
   /// Makes it a decision to run `ref` in `layout` (target included).
   void setRegion(RegionRef ref, const LayoutTraits& layout);

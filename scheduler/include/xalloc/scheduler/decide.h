@@ -32,6 +32,10 @@ struct SiteVerdict {
 
 struct SchedOptions;
 
+/// The input shapes a profile measured: "1x3x224x224" (several inputs joined by ","); "" when
+/// it records none.
+std::string inputShapes(const formats::Profile& p);
+
 /// The per-site verdicts of a profile, in the order of its records.
 std::vector<SiteVerdict> siteVerdicts(const formats::Profile& p, const formats::Cost& cost,
                                       const SchedOptions& o);
@@ -56,6 +60,10 @@ struct SchedOptions {
   /// ... and at least this fraction of the model's time (its ops' durations summed): smaller
   /// gains are not worth an edit, and they come and go between runs.
   double min_model_gain = 0.001;
+  /// Profiles of the same model at other input shapes (xsched --shape-profile): each region
+  /// runs in a layout that is measured not slower beyond the noise at any of the shapes, and
+  /// faster at one, the fastest over the set (geometric mean); its decision records the shapes.
+  const std::vector<formats::Profile>* other_shapes = nullptr;
   /// Predicted peak activation memory must stay within this many bytes (nullopt = no limit).
   std::optional<std::int64_t> memory_budget_bytes;
   /// Async conversions may fill this fraction of an idle window (room for prediction error).

@@ -4,13 +4,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace xalloc::scheduler {
 
 struct XschedOptions {
   std::string profile; // profile.json; "" = take it from the stdin stream
   std::string cost;    // cost.json; "" = take it from the stdin stream
-  std::string output;  // schedule.json, "-", or "" (stream mode)
+  /// Profiles of the same model at other input shapes: region layouts must hold at each.
+  std::vector<std::string> shape_profiles;
+  std::string output; // schedule.json, "-", or "" (stream mode)
   bool explain = false;
   double min_gain_ms = 0.001;
   double z = 2.0;
