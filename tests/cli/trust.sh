@@ -175,6 +175,27 @@ xcost mha.profile.json | xsched --form fast -o mha.schedule.json
 xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.opt.pt -q ||
   fail "xrewrite --freeze on a block with fused attention"
 
+xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.opt.pt 2>mha.err
+! grep -q "repeated value" mha.err || fail "a warning about constant outputs where they vary"
+
+# Outputs that are all zeros (torchvision's ViT with random weights: its head starts at zero)
+# make the rewrite's check vacuous: xrewrite writes the model and says so in one warning.
+cat >zerohead.py <<'PY'
+import torch
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),
+                        torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 12 * 12, 10)).eval()
+torch.nn.init.zeros_(m[5].weight)
+torch.nn.init.zeros_(m[5].bias)
+torch.jit.save(torch.jit.script(m), "zerohead.pt")
+PY
+"$XALLOC_PYTHON" zerohead.py
+xprof zerohead.pt --input-shape 1x3x16x16 --freeze "${QUICK[@]}" -o zerohead.profile.json
+xcost zerohead.profile.json | xsched --form fast -o zerohead.schedule.json
+xrewrite zerohead.pt --input-shape 1x3x16x16 -s zerohead.schedule.json --freeze \
+  -o zerohead.opt.pt 2>zerohead.err || fail "xrewrite on a model with constant outputs"
+[[ $(grep -c "warning: the original's outputs hold one repeated value on every input checked" \
+  zerohead.err) -eq 1 ]] || fail "no warning that the check was vacuous: $(cat zerohead.err)"
+
 # 300 image sizes: memory grows at most 2x the original's + 64 MiB (each packed op keeps a
 # bounded number of shapes prepared; it kept one per size seen: +172 MiB against +19).
 cat >sizes.py <<'PY'

@@ -114,3 +114,21 @@ TEST(ValueCompare, AMaskedElementHidesNoError) {
   mixed_off.slice(0, 500).mul_(1.1);
   EXPECT_GT(maxRelativeError(mixed, mixed_off), 0.05);
 }
+
+TEST(ValueCompare, ConstantOutputsAreTheOnesThatCannotShowAnError) {
+  using tspass::constantFloatOutputs;
+  EXPECT_TRUE(constantFloatOutputs(at::zeros({1, 1000})));
+  EXPECT_TRUE(
+      constantFloatOutputs(c10::ivalue::Tuple::create({at::zeros({4}), at::full({3}, 2.5)})));
+  EXPECT_TRUE(constantFloatOutputs(at::ones({1}))); // one element: nothing varies
+  at::Tensor varying = at::zeros({1, 1000});
+  varying.index_put_({0, 7}, 1e-3);
+  EXPECT_FALSE(constantFloatOutputs(varying));
+  EXPECT_FALSE(constantFloatOutputs(c10::ivalue::Tuple::create({at::zeros({4}), at::arange(3.0)})));
+  at::Tensor nan = at::zeros({5});
+  nan.index_put_({2}, std::nan(""));
+  EXPECT_FALSE(constantFloatOutputs(nan));
+  // Nothing floating to judge by: not called constant.
+  EXPECT_FALSE(constantFloatOutputs(at::zeros({3}, at::kLong)));
+  EXPECT_FALSE(constantFloatOutputs(c10::IValue(3)));
+}

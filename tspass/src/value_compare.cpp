@@ -215,4 +215,20 @@ bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IVal
   return true;
 }
 
+bool constantFloatOutputs(const c10::IValue& v) {
+  bool any = false;
+  for (const c10::IValue& l : leaves(v)) {
+    if (!l.isTensor())
+      continue;
+    const at::Tensor& t = l.toTensor();
+    if (!t.defined() || !t.is_floating_point() || t.numel() == 0)
+      continue;
+    any = true;
+    const at::Tensor flat = t.detach().reshape({-1});
+    if (t.numel() > 1 && !at::equal(flat, flat[0].expand_as(flat)))
+      return false; // (NaN never equals: not constant either)
+  }
+  return any;
+}
+
 } // namespace xalloc::tspass

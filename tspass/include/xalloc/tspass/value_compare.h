@@ -24,6 +24,10 @@ double maxRelativeError(const c10::IValue& reference, const c10::IValue& x);
 double maxRelativeError(const std::vector<c10::IValue>& reference,
                         const std::vector<c10::IValue>& x);
 
+/// True when `v` holds floating-point tensors (in lists, tuples and dicts too) and each holds
+/// one value repeated (all zeros, say): outputs that cannot show a rewrite is wrong.
+bool constantFloatOutputs(const c10::IValue& v);
+
 /// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
 bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
 
