@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""The README's tables from `make bench-peer`'s output: one row per model and batch, the four
+contenders in Python (p50 ms, p90, error against the original; WRONG beyond the tolerance),
+interleaved in one process and each alone in fresh processes, with ours over ONNX Runtime and
+over the TorchScript peer, and geometric means over the CNNs and over every row.
+
+Usage: /usr/bin/python3 bench/peer_table.py OUT_DIR [OUT_DIR...]   (bench-peer's OUT folders)
+
+Models whose name is in TRANSFORMERS (or a sample not in CNN_SAMPLES) are left out of the CNN
+means. A row without ONNX Runtime (a sample that does not export) has no ratio to it.
+"""
+import json
+import math
+import os
+import sys
+
+NAMES = {
+    "squeezenet1_1": "SqueezeNet 1.1", "resnet18": "ResNet-18", "resnet50": "ResNet-50",
+    "mobilenet_v3_small": "MobileNetV3-Small", "efficientnet_b0": "EfficientNet-B0",
+    "shufflenet_v2_x1_0": "ShuffleNetV2 x1.0", "regnet_y_400mf": "RegNetY-400MF",
+    "convnext_tiny": "ConvNeXt-T", "densenet121": "DenseNet-121", "swin_t": "Swin-T",
+    "vit_b_16": "ViT-B/16", "minigpt": "MinimalGPT (sample)", "smallcnn": "SmallCNN (sample)",
+}
+TRANSFORMERS = {"swin_t", "vit_b_16", "minigpt"}
+CONTENDERS = ["original", "peer", "onnxruntime", "ours"]
+
+
+def gm(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def rows_of(out_dirs):
+    rows = []
+    for out in out_dirs:
+        for entry in sorted(os.listdir(out)):
+            d = os.path.join(out, entry)
+            py = os.path.join(d, "python.json")
+            if not os.path.isfile(py):
+                continue
+            base, _, batch = entry.rpartition("-b")
+            if not base or not batch.isdigit():
+                base, batch = entry, "1"  # a sample: its own stored inputs
+            fresh = os.path.join(d, "processes.json")
+            rows.append({
+                "model": base, "batch": int(batch),
+                "python": {c["name"]: c for c in json.load(open(py))["contenders"]},
+                "fresh": ({c["name"]: c for c in json.load(open(fresh))["contenders"]}
+                          if os.path.isfile(fresh) else {}),
+            })
+    order = list(NAMES)
+    rows.sort(key=lambda r: (r["batch"], order.index(r["model"]) if r["model"] in order else 99,
+                             r["model"]))
+    return rows
+
+
+def cell(c, fresh=False):
+    if not c:
+        return "–"
+    if fresh:
+        text = f"{c['median_ms']:.2f}, {100 * c['spread']:.1f}%, {c['rss_mib']:.0f} MiB"
+    else:
+        err = c["max_error"]
+        text = f"{c['median_ms']:.2f} ({c['p90_ms']:.2f}) " + (f"{err:.0e}" if err else "0")
+    return text + (" **WRONG**" if c["wrong"] else "")
+
+
+def ratio(a, b):
+    return b["median_ms"] / a["median_ms"] if a and b else None
+
+
+def fmt(x):
+    return f"{x:.2f}×" if x else "–"
+
+
+def table(rows, key, title):
+    print(title)
+    print()
+    print("| model | batch | original | peer | ONNX Runtime | ours | ours / ORT | ours / peer |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    means = {"cnn_ort": [], "all_ort": [], "cnn_peer": [], "all_peer": [], "cnn_orig": [],
+             "all_orig": []}
+    for r in rows:
+        c = r[key]
+        if not c:
+            continue
+        ours = c.get("ours")
+        vs_ort, vs_peer = ratio(ours, c.get("onnxruntime")), ratio(ours, c.get("peer"))
+        vs_orig = ratio(ours, c.get("original"))
+        cnn = r["model"] not in TRANSFORMERS
+        for k, v in (("ort", vs_ort), ("peer", vs_peer), ("orig", vs_orig)):
+            means["all_" + k].append(v)
+            if cnn:
+                means["cnn_" + k].append(v)
+        print(f"| {NAMES.get(r['model'], r['model'])} | {r['batch']} | "
+              + " | ".join(cell(c.get(n), key == "fresh") for n in CONTENDERS)
+              + f" | {fmt(vs_ort)} | {fmt(vs_peer)} |")
+    print()
+    for scope, label in (("cnn", "CNNs"), ("all", "every row")):
+        print(f"- geometric mean over {label}: ours {fmt(gm(means[scope + '_orig']))} the "
+              f"original, {fmt(gm(means[scope + '_peer']))} the peer, "
+              f"{fmt(gm(means[scope + '_ort']))} ONNX Runtime")
+    print()
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for d in sys.argv[1:]:
+        if not os.path.isdir(d):
+            print(f"peer_table.py: {d}: no such folder (bench-peer's OUT)", file=sys.stderr)
+            return 2
+    rows = rows_of(sys.argv[1:])
+    if not rows:
+        print(f"peer_table.py: no python.json under {' '.join(sys.argv[1:])}", file=sys.stderr)
+        return 2
+    table(rows, "python", "Interleaved in one Python process (p50 ms, p90 in parentheses, error "
+                          "against the original's outputs):")
+    if any(r["fresh"] for r in rows):
+        table(rows, "fresh", "Each alone in fresh Python processes (median of the processes' "
+                             "p50 ms, their spread, resident memory):")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
