@@ -126,3 +126,6 @@ gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 print(f"{'geomean vs original':<24}" + "".join(f"{gm(g[n]):>23.2f}x" for n in names) +
       (f"{gm(ours_ort):>9.2f}x" if ours_ort else ""))
 PY
+# The same, as the README's markdown tables (bench/peer_table.py; also over several OUT folders).
+echo
+"$PY" "$HERE/peer_table.py" "$OUT"
