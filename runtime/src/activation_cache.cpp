@@ -19,6 +19,8 @@
 #include <new>
 #include <utility>
 
+#include <pthread.h>
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -154,6 +156,14 @@ std::size_t ActivationCache::reserved() const {
   return state_->reserved;
 }
 
+void ActivationCache::lockForFork() {
+  state_->mu.lock();
+}
+
+void ActivationCache::unlockAfterFork() {
+  state_->mu.unlock();
+}
+
 bool ActivationCache::owns(const void* data) const {
   const auto* p = static_cast<const char*>(data);
   return state_->base && p >= state_->base && p < state_->base + state_->reserved;
@@ -193,9 +203,31 @@ namespace {
 // try (a throwing initializer runs again).
 constexpr std::size_t kReserve = std::size_t{64} << 30;
 
+ActivationCache* g_process = nullptr; // set once, before any fork handler can run
+
+// fork() in a process whose other threads allocate: the child gets the arena's and the
+// registry's locks free and their state whole (a DataLoader worker that frees an inherited
+// tensor would otherwise wait forever on a lock held by a thread it does not have).
+void beforeFork() {
+  detail::lockRegistryForFork();
+  if (g_process)
+    g_process->lockForFork();
+}
+void afterFork() {
+  if (g_process)
+    g_process->unlockAfterFork();
+  detail::unlockRegistryAfterFork();
+}
+
 ActivationCache& processCache() {
-  static ActivationCache* c = new ActivationCache(
-      envCount("XALLOC_ACTIVATION_CACHE_MB", 256, 0, std::size_t{1} << 20, "MiB") << 20, kReserve);
+  static ActivationCache* c = [] {
+    auto* made = new ActivationCache(
+        envCount("XALLOC_ACTIVATION_CACHE_MB", 256, 0, std::size_t{1} << 20, "MiB") << 20,
+        kReserve);
+    g_process = made;
+    ::pthread_atfork(&beforeFork, &afterFork, &afterFork);
+    return made;
+  }();
   return *c;
 }
 

@@ -56,6 +56,18 @@ c10::DeleterFnPtr rangeDeleter(const void* data) {
 
 } // namespace
 
+void lockRegistryForFork() {
+  ranges().mu.lock();
+  for (Shard& s : shards())
+    s.mu.lock();
+}
+
+void unlockRegistryAfterFork() {
+  for (Shard& s : shards())
+    s.mu.unlock();
+  ranges().mu.unlock();
+}
+
 void noteRawRange(const void* base, std::size_t bytes, c10::DeleterFnPtr deleter) {
   const auto lo = reinterpret_cast<std::uintptr_t>(base);
   Ranges& r = ranges();

@@ -13,7 +13,11 @@
 #include <tuple>
 #include <vector>
 
+#include <csignal>
+
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
@@ -297,4 +301,51 @@ graph(%x : Tensor):
   const auto after = activationCacheStats();
   EXPECT_EQ(after.hits - before.hits, 8);
   EXPECT_EQ(after.workspace_bytes, span);
+}
+
+TEST(ActivationCache, AChildForkedWhileThreadsAllocateCanAllocateAndFree) {
+  // A DataLoader worker is forked while other threads allocate. Its arena and its registry of
+  // raw blocks must not hold a lock taken by a thread the child does not have.
+  enterActivationScope();
+  exitActivationScope();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 2; ++t)
+    workers.emplace_back([&] {
+      enterActivationScope();
+      while (!stop) {
+        at::Tensor a = at::empty({1 << 18});
+        void* r = c10::GetCPUAllocator()->raw_allocate(1 << 17);
+        c10::GetCPUAllocator()->raw_deallocate(r);
+      }
+      exitActivationScope();
+    });
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 40; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(3); // a child that waits on a lock no thread will release
+      enterActivationScope();
+      {
+        at::Tensor a = at::empty({1 << 18});
+        std::memset(a.data_ptr(), 1, a.nbytes());
+      }
+      void* r = c10::GetCPUAllocator()->raw_allocate(1 << 17);
+      c10::GetCPUAllocator()->raw_deallocate(r);
+      exitActivationScope();
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+      ++hung;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      ++failed;
+  }
+  stop = true;
+  for (auto& w : workers)
+    w.join();
+  EXPECT_EQ(hung, 0);
+  EXPECT_EQ(failed, 0);
 }

@@ -68,6 +68,10 @@ public:
   /// The address space reserved; 0: no arena (a limit of 0, or none could be mapped).
   std::size_t reserved() const;
 
+  /// Around fork() (the process's arena registers both with pthread_atfork).
+  void lockForFork();
+  void unlockAfterFork();
+
   /// The deleter of every block placed in an arena (data == context).
   static void deleteBlock(void* data);
 
