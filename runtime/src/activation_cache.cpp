@@ -208,15 +208,14 @@ ActivationCache* g_process = nullptr; // set once, before any fork handler can r
 // fork() in a process whose other threads allocate: the child gets the arena's and the
 // registry's locks free and their state whole (a DataLoader worker that frees an inherited
 // tensor would otherwise wait forever on a lock held by a thread it does not have).
+// (The registry of raw blocks registers its own handlers.)
 void beforeFork() {
-  detail::lockRegistryForFork();
   if (g_process)
     g_process->lockForFork();
 }
 void afterFork() {
   if (g_process)
     g_process->unlockAfterFork();
-  detail::unlockRegistryAfterFork();
 }
 
 ActivationCache& processCache() {

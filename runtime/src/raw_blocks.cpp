@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+
+#include <pthread.h>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -22,9 +24,19 @@ struct Shard {
 
 constexpr std::size_t kShards = 64;
 
+// Around fork(): every lock of the registry taken before, released after in parent and child,
+// so a child (a DataLoader worker) never inherits one held by a thread it does not have: the
+// graceful allocator takes one on every allocation and free.
+void lockForFork();
+void unlockAfterFork();
+
 // Never destroyed: blocks may be freed while static destructors run.
 std::array<Shard, kShards>& shards() {
-  static auto* s = new std::array<Shard, kShards>;
+  static auto* s = [] {
+    auto* made = new std::array<Shard, kShards>;
+    ::pthread_atfork(&lockForFork, &unlockAfterFork, &unlockAfterFork);
+    return made;
+  }();
   return *s;
 }
 
@@ -40,8 +52,20 @@ struct Ranges {
   std::vector<std::tuple<std::uintptr_t, std::uintptr_t, c10::DeleterFnPtr>> spans;
 };
 Ranges& ranges() {
-  static auto* r = new Ranges;
+  static auto* r = (shards(), new Ranges); // the shards first: their fork handlers cover both
   return *r;
+}
+
+void lockForFork() {
+  ranges().mu.lock();
+  for (Shard& s : shards())
+    s.mu.lock();
+}
+
+void unlockAfterFork() {
+  for (Shard& s : shards())
+    s.mu.unlock();
+  ranges().mu.unlock();
 }
 
 c10::DeleterFnPtr rangeDeleter(const void* data) {
@@ -55,18 +79,6 @@ c10::DeleterFnPtr rangeDeleter(const void* data) {
 }
 
 } // namespace
-
-void lockRegistryForFork() {
-  ranges().mu.lock();
-  for (Shard& s : shards())
-    s.mu.lock();
-}
-
-void unlockRegistryAfterFork() {
-  for (Shard& s : shards())
-    s.mu.unlock();
-  ranges().mu.unlock();
-}
 
 void noteRawRange(const void* base, std::size_t bytes, c10::DeleterFnPtr deleter) {
   const auto lo = reinterpret_cast<std::uintptr_t>(base);

@@ -28,11 +28,6 @@ void forgetRawRange(const void* base);
 /// anything else through libtorch's default CPU allocator.
 void rawFree(void* data);
 
-/// Around fork(): every lock of the registry taken before, released after in parent and child,
-/// so a child never inherits one held by a thread that does not exist there (pthread_atfork).
-void lockRegistryForFork();
-void unlockRegistryAfterFork();
-
 /// libtorch's allocator for every request, freeing raw pointers through rawFree (and, inside an
 /// activation scope, large requests from the activation cache: activation_cache.h).
 c10::Allocator* frontAllocator();
