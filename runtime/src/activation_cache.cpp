@@ -17,10 +17,8 @@
 #include <limits>
 #include <mutex>
 #include <new>
-#include <utility>
 
 #include <pthread.h>
-
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -65,6 +63,33 @@ struct ActivationCache::State {
   ActivationCacheStats stats;
 };
 
+namespace {
+
+// Gives the whole pages of every free block back to the OS (their contents read as zeros when
+// next written); returns the bytes they span. The caller holds the lock.
+std::size_t givePagesBack(ActivationCache::State& s) {
+  std::size_t bytes = 0;
+#if defined(__linux__)
+  s.fit.forEachFreeBlock([&](std::int64_t start, std::int64_t size) {
+    const auto lo = (static_cast<std::size_t>(start) + kPage - 1) / kPage * kPage;
+    const auto hi = static_cast<std::size_t>(start + size) / kPage * kPage;
+    if (hi > lo) {
+      ::madvise(s.base + lo, hi - lo, MADV_DONTNEED);
+      bytes += hi - lo;
+    }
+  });
+#endif
+  s.idle = 0;
+  return bytes;
+}
+
+std::int64_t clampedBytes(std::size_t v) {
+  return static_cast<std::int64_t>(
+      std::min<std::size_t>(v, std::numeric_limits<std::int64_t>::max()));
+}
+
+} // namespace
+
 ActivationCache::ActivationCache(std::size_t limit_bytes, std::size_t reserve_bytes)
     : state_(new State), limit_(limit_bytes) {
   State& s = *state_;
@@ -91,12 +116,6 @@ ActivationCache::ActivationCache(std::size_t limit_bytes, std::size_t reserve_by
 #endif
   if (s.base)
     detail::noteRawRange(s.base, s.reserved, &ActivationCache::deleteBlock);
-  auto clamp = [](std::size_t v) {
-    return static_cast<std::int64_t>(
-        std::min<std::size_t>(v, std::numeric_limits<std::int64_t>::max()));
-  };
-  s.stats.limit_bytes = clamp(limit_);
-  s.stats.reserved_bytes = clamp(s.reserved);
 }
 
 ActivationCache::~ActivationCache() {
@@ -138,15 +157,7 @@ void ActivationCache::free(Header* h) {
   s.fit.free(h->offset, h->bytes);
   s.idle += h->bytes;
   if (s.idle > static_cast<std::int64_t>(limit_)) {
-#if defined(__linux__)
-    s.fit.forEachFreeBlock([&](std::int64_t start, std::int64_t size) {
-      const auto lo = (static_cast<std::size_t>(start) + kPage - 1) / kPage * kPage;
-      const auto hi = static_cast<std::size_t>(start + size) / kPage * kPage;
-      if (hi > lo)
-        ::madvise(s.base + lo, hi - lo, MADV_DONTNEED);
-    });
-#endif
-    s.idle = 0;
+    givePagesBack(s);
     ++s.stats.trims;
   }
   s.stats.peak_idle_bytes = std::max(s.stats.peak_idle_bytes, s.idle);
@@ -175,21 +186,8 @@ bool ActivationCache::owns(const void* data) const {
 }
 
 std::size_t ActivationCache::release() {
-  State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  std::size_t bytes = 0;
-#if defined(__linux__)
-  s.fit.forEachFreeBlock([&](std::int64_t start, std::int64_t size) {
-    const auto lo = (static_cast<std::size_t>(start) + kPage - 1) / kPage * kPage;
-    const auto hi = static_cast<std::size_t>(start + size) / kPage * kPage;
-    if (hi > lo) {
-      ::madvise(s.base + lo, hi - lo, MADV_DONTNEED);
-      bytes += hi - lo;
-    }
-  });
-#endif
-  s.idle = 0;
-  return bytes;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return givePagesBack(*state_);
 }
 
 ActivationCacheStats ActivationCache::stats() const {
@@ -198,6 +196,8 @@ ActivationCacheStats ActivationCache::stats() const {
   out.idle_bytes = state_->idle;
   out.live_bytes = state_->fit.used();
   out.workspace_bytes = state_->fit.workspace();
+  out.limit_bytes = clampedBytes(limit_);
+  out.reserved_bytes = clampedBytes(state_->reserved);
   return out;
 }
 

@@ -5,11 +5,11 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
-
-#include <pthread.h>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include <pthread.h>
 
 #include <c10/core/CPUAllocator.h>
 

@@ -75,11 +75,12 @@ public:
   /// The deleter of every block placed in an arena (data == context).
   static void deleteBlock(void* data);
 
+  // Defined in activation_cache.cpp.
   struct Header;
+  struct State;
 
 private:
   void free(Header* h);
-  struct State;
   State* state_;
   const std::size_t limit_;
 };
