@@ -108,6 +108,11 @@ std::string fmtSci(double x) {
 std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedOptions& o,
                                          double floor_ms) {
   std::vector<RegionVerdict> out;
+  // The input shapes of the profile, then of each profile at another shape.
+  std::vector<std::string> labels{inputShapes(p)};
+  if (o.other_shapes)
+    for (const formats::Profile& q : *o.other_shapes)
+      labels.push_back(inputShapes(q));
   for (const auto& g : p.regions) {
     RegionVerdict v;
     Decision& d = v.decision;
@@ -163,29 +168,28 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
       double score = gain;
       std::string per_shape;
       if (why.empty() && shapes) {
-        bool faster = gain > margin;
-        double log_ratio = std::log((m.as_is_ms - gain) / m.as_is_ms);
-        per_shape = inputShapes(p) + " " + fmtMs(m.as_is_ms) + " -> " + fmtMs(m.as_is_ms - gain);
-        if (gain < -margin)
-          why = "is slower at " + inputShapes(p) + " by " + fmtMs(-gain);
-        for (const formats::Profile& q : *o.other_shapes) {
-          if (!why.empty())
-            break;
+        bool faster = false;
+        double log_ratio = 0;
+        auto consider = [&](const std::string& at, const Measured& mk) {
+          if (!mk.why.empty())
+            why = mk.why + " at " + at;
+          else if (mk.gain < -mk.margin)
+            why = "is slower at " + at + " by " + fmtMs(-mk.gain);
+          faster = faster || mk.gain > mk.margin;
+          log_ratio += std::log((mk.as_is_ms - mk.gain) / mk.as_is_ms);
+          per_shape += (per_shape.empty() ? "" : ", ") + at + " " + fmtMs(mk.as_is_ms) + " -> " +
+                       fmtMs(mk.as_is_ms - mk.gain);
+        };
+        consider(labels.front(), m);
+        for (std::size_t k = 0; k < o.other_shapes->size() && why.empty(); ++k) {
+          const formats::Profile& q = (*o.other_shapes)[k];
           const formats::Region* h = nullptr;
           const RegionCandidate* hc = atShape(q, g, c, &h);
-          const std::string at = inputShapes(q);
           if (!hc) {
-            why = h ? "was not measured at " + at : "is not a region at " + at;
+            why = (h ? "was not measured at " : "is not a region at ") + labels[k + 1];
             break;
           }
-          const Measured mq = measure(*h, *hc, q.settings.repeats, o, floor_ms);
-          if (!mq.why.empty())
-            why = mq.why + " at " + at;
-          else if (mq.gain < -mq.margin)
-            why = "is slower at " + at + " by " + fmtMs(-mq.gain);
-          faster = faster || mq.gain > mq.margin;
-          log_ratio += std::log((mq.as_is_ms - mq.gain) / mq.as_is_ms);
-          per_shape += ", " + at + " " + fmtMs(mq.as_is_ms) + " -> " + fmtMs(mq.as_is_ms - mq.gain);
+          consider(labels[k + 1], measure(*h, *hc, q.settings.repeats, o, floor_ms));
         }
         if (why.empty() && !faster)
           why = "is faster beyond the noise at none of the shapes";
@@ -211,9 +215,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
       d.action = Action::Sync;
       d.setRegion(g.ref, best->traits());
       if (shapes) {
-        d.holds_for.push_back(inputShapes(p));
-        for (const formats::Profile& q : *o.other_shapes)
-          d.holds_for.push_back(inputShapes(q));
+        d.holds_for = labels;
         d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as ";
         d.reason += best->name() + " at every shape profiled: " + best_shapes;
         d.reason += " measured with its " + std::to_string(g.entries.size()) + " entry and " +
