@@ -90,25 +90,19 @@ std::optional<Pool2d> fastPath(const at::Tensor& x, at::IntArrayRef kernel, at::
       x.suggest_memory_format() != at::MemoryFormat::ChannelsLast || x.numel() == 0 ||
       detail::wantsGradient(x))
     return std::nullopt;
-  auto two = [](at::IntArrayRef v, std::int64_t fallback, std::int64_t& a, std::int64_t& b) {
-    if (v.empty()) {
-      a = b = fallback;
-      return true;
-    }
-    if (v.size() != 1 && v.size() != 2)
+  // One value or two (height, width); none: the fallbacks (ATen's defaults).
+  auto two = [](at::IntArrayRef v, std::int64_t fa, std::int64_t fb, std::int64_t& a,
+                std::int64_t& b) {
+    if (v.size() > 2)
       return false;
-    a = v[0];
-    b = v.size() == 2 ? v[1] : v[0];
+    a = v.empty() ? fa : v[0];
+    b = v.empty() ? fb : v.back();
     return true;
   };
   Pool2d p{};
-  if (!two(kernel, -1, p.kh, p.kw) || kernel.empty() || !two(stride, 0, p.sh, p.sw) ||
-      !two(padding, 0, p.ph, p.pw) || !two(dilation, 1, p.dh, p.dw))
-    return std::nullopt;
-  if (stride.empty()) {
-    p.sh = p.kh;
-    p.sw = p.kw;
-  }
+  if (kernel.empty() || !two(kernel, 0, 0, p.kh, p.kw) || !two(stride, p.kh, p.kw, p.sh, p.sw) ||
+      !two(padding, 0, 0, p.ph, p.pw) || !two(dilation, 1, 1, p.dh, p.dw))
+    return std::nullopt; // the stride left out is the kernel's
   if (p.kh <= 0 || p.kw <= 0 || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.ph < 0 ||
       p.pw < 0 || p.ph > p.kh / 2 || p.pw > p.kw / 2)
     return std::nullopt;
