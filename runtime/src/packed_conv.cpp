@@ -21,12 +21,6 @@ namespace xalloc::runtime {
 namespace {
 constexpr const char* kConv = "xalloc::conv2d_packed";
 
-// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
-// a number out, where ATen's activations keep NaN.
-[[maybe_unused]] bool eatsNaN(PostOp p) {
-  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
-}
-
 // ATen's checks of a conv2d input (3-D unbatched or 4-D), in ATen's words where they exist.
 [[maybe_unused]] void checkConvInput(const at::Tensor& x, const PackedConv& c) {
   detail::checkInput(x, kConv);
@@ -172,7 +166,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   }
   if (x.size(0) == 0)
     return at::empty(out_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  if (detail::needsReference(x, eatsNaN(post), bounds_))
+  if (detail::needsReference(x, detail::eatsNaN(post), bounds_))
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   const auto p = prepare(x);
   at::Tensor out =
@@ -180,7 +174,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   if (r_in) {
     out.copy_(*r_in); // the sum post-op adds the convolution to what the output holds
     // A residual that is not finite meets an activation that turns NaN into a number.
-    if (eatsNaN(post) && !scanFloats(out.data_ptr<float>(), out.numel()).finite)
+    if (detail::eatsNaN(post) && !scanFloats(out.data_ptr<float>(), out.numel()).finite)
       return referenceAdd(x_in, *r_in);
   }
   runPrepared(*p, x, out, bias);

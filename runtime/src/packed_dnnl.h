@@ -27,6 +27,11 @@ dnnl::engine& engine();
 dnnl::stream& stream();
 /// The activation's post-ops, after a sum when the output holds a residual to add.
 dnnl::post_ops postOps(PostOp p, bool residual);
+/// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
+/// a number out, where ATen's activations keep NaN.
+inline bool eatsNaN(PostOp p) {
+  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
+}
 /// Attributes for a primitive run with a scratchpad the caller passes, and these post-ops.
 dnnl::primitive_attr userScratchpad(PostOp p, bool residual = false);
 /// Runs `prim` with `args` and a scratchpad of the calling thread's, and waits.

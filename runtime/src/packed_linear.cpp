@@ -17,12 +17,6 @@ namespace xalloc::runtime {
 
 namespace {
 constexpr const char* kLinear = "xalloc::linear_packed";
-
-// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
-// a number out, where ATen's activations keep NaN.
-[[maybe_unused]] bool eatsNaN(PostOp p) {
-  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
-}
 } // namespace
 
 at::Tensor PackedLinear::reference(const at::Tensor& x) const {
@@ -77,7 +71,8 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   const at::Tensor x = x_in.contiguous();
   const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
   // No features: ATen's result is the bias (then the activation); no rows: an empty result.
-  if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, eatsNaN(post), bounds_))
+  if (in == 0 || rows == 0 || outs == 0 ||
+      detail::needsReference(x, detail::eatsNaN(post), bounds_))
     return reference(x_in);
   const auto p = prepare(rows);
   std::vector<std::int64_t> sizes = x.sizes().vec();
