@@ -93,39 +93,9 @@ print(f"{'geometric mean':<28} {'':>11} {gm['peer']:>6.2f}x {gm['ours']:>6.2f}x 
       f"{gm['ours/peer']:>8.2f}x {gm['best/peer']:>8.2f}x")
 PY
 
-# The table in Python: four contenders, p50 and p90, errors, geometric means over the rows that
-# have each one.
-"$PY" - "${python_results[@]}" <<'PY'
-import json, math, sys
-rows = [json.load(open(p)) for p in sys.argv[1:]]
-names = ["original", "peer", "onnxruntime", "ours"]
-print()
-print("in Python (torch.jit.load / xalloc.load, glibc malloc), p50 ms (p90) and error per contender")
-print(f"{'model':<24}" + "".join(f"{n:>24}" for n in names) + f"{'ours/ORT':>10}")
-g = {n: [] for n in names}
-ours_ort = []
-for r in rows:
-    c = {x["name"]: x for x in r["contenders"]}
-    cells = []
-    for n in names:
-        x = c.get(n)
-        if not x:
-            cells.append(f"{'-':>24}")
-            continue
-        g[n].append(x["vs_original"])
-        mark = " WRONG" if x["wrong"] else ""
-        cells.append(f"{x['median_ms']:>8.2f} ({x['p90_ms']:.2f}) {x['max_error']:.0e}{mark}".rjust(24))
-    ratio = ""
-    if "onnxruntime" in c:
-        q = c["onnxruntime"]["median_ms"] / c["ours"]["median_ms"]
-        ours_ort.append(q)
-        ratio = f"{q:.2f}x"
-    name = r["model"].split("/")[-1].removesuffix(".pt")
-    print(f"{name:<24}" + "".join(cells) + f"{ratio:>10}")
-gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
-print(f"{'geomean vs original':<24}" + "".join(f"{gm(g[n]):>23.2f}x" for n in names) +
-      (f"{gm(ours_ort):>9.2f}x" if ours_ort else ""))
-PY
-# The same, as the README's markdown tables (bench/peer_table.py; also over several OUT folders).
-echo
-"$PY" "$HERE/peer_table.py" "$OUT"
+# The tables in Python of this run's models, as the README has them (bench/peer_table.py): four
+# contenders interleaved and each alone, p50 and p90, errors, geometric means.
+if [[ ${#python_results[@]} -gt 0 ]]; then
+  echo
+  "$PY" "$HERE/peer_table.py" "${python_results[@]%/python.json}"
+fi

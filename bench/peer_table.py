@@ -4,7 +4,8 @@ contenders in Python (p50 ms, p90, error against the original; WRONG beyond the 
 interleaved in one process and each alone in fresh processes, with ours over ONNX Runtime and
 over the TorchScript peer, and geometric means over the CNNs and over every row.
 
-Usage: /usr/bin/python3 bench/peer_table.py OUT_DIR [OUT_DIR...]   (bench-peer's OUT folders)
+Usage: /usr/bin/python3 bench/peer_table.py DIR [DIR...]   (bench-peer's OUT folders, or the
+       folders of single models in them)
 
 Models whose name is in TRANSFORMERS (or a sample not in CNN_SAMPLES) are left out of the CNN
 means. A row without ONNX Runtime (a sample that does not export) has no ratio to it.
@@ -33,8 +34,11 @@ def gm(values):
 def rows_of(out_dirs):
     rows = []
     for out in out_dirs:
-        for entry in sorted(os.listdir(out)):
-            d = os.path.join(out, entry)
+        # A model's folder itself, or an OUT folder of them.
+        dirs = ([out] if os.path.isfile(os.path.join(out, "python.json"))
+                else [os.path.join(out, e) for e in sorted(os.listdir(out))])
+        for d in dirs:
+            entry = os.path.basename(os.path.normpath(d))
             py = os.path.join(d, "python.json")
             if not os.path.isfile(py):
                 continue
