@@ -86,6 +86,16 @@ const auto kPackedLinearClass =
                                                                std::get<2>(s));
                     });
 
+const auto kPackedAttentionClass =
+    torch::class_<PackedAttention>("xalloc", "PackedAttention")
+        .def(torch::init<std::int64_t, std::int64_t, at::Tensor, at::Tensor, at::Tensor,
+                         at::Tensor>())
+        .def_pickle([](const c10::intrusive_ptr<PackedAttention>& self) { return self->state(); },
+                    [](PackedAttention::State s) {
+                      auto& [e, h, qw, qb, pw, pb] = s;
+                      return c10::make_intrusive<PackedAttention>(e, h, qw, qb, pw, pb);
+                    });
+
 using MkldnnState = std::tuple<at::Tensor, std::vector<std::int64_t>>;
 const auto kMkldnnConstantClass =
     torch::class_<MkldnnConstant>("xalloc", "MkldnnConstant")
@@ -108,6 +118,15 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
         });
   m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedLinear>& w) { return w->run(x); });
+  m.def("attention_packed(Tensor query, Tensor key, Tensor value, "
+        "__torch__.torch.classes.xalloc.PackedAttention a, Tensor? mask=None, bool "
+        "need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, "
+        "Tensor)",
+        [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+           const c10::intrusive_ptr<PackedAttention>& a, const c10::optional<at::Tensor>& mask,
+           bool need_weights, bool average, c10::optional<std::int64_t> mask_type) {
+          return a->run(q, k, v, mask, need_weights, average, mask_type);
+        });
   m.def("mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor",
         [](const c10::intrusive_ptr<MkldnnConstant>& c) { return c->get(); });
 }

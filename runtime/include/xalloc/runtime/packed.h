@@ -10,10 +10,14 @@
 //   xalloc::conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w,
 //                             Tensor residual) -> Tensor
 //   xalloc::linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor
+//   xalloc::attention_packed(Tensor query, Tensor key, Tensor value,
+//                            __torch__.torch.classes.xalloc.PackedAttention a, Tensor? mask,
+//                            bool need_weights, bool average_attn_weights, int? mask_type)
+//                            -> (Tensor, Tensor)
 //   xalloc::mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor
 //   xalloc::broadcast_mkldnn(Tensor a, Tensor b) -> (Tensor, Tensor)
 //
-// Both classes pickle their dense weight and parameters; loading lays the weight out again.
+// The classes pickle their dense weights and parameters; loading lays the weights out again.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +26,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -159,6 +165,49 @@ private:
   mutable std::mutex weights_mutex_;
   std::vector<std::weak_ptr<PackedWeights>> weights_;
   SumBounds bounds_;
+};
+
+/// Self-attention with frozen projections: what aten::_native_multi_head_attention (the fast
+/// path of nn.MultiheadAttention in eval mode) computes, with both projections packed for
+/// oneDNN's inner product and the two batched products of the heads run by oneDNN's matmul
+/// straight from the projection's output (no copy per head). Anything but its fast path's case
+/// (one tensor as query, key and value; float32, 3-D, not empty; no mask; no weights wanted;
+/// no gradient wanted; finite and far from overflow) runs ATen's own op on the stored weights, so
+/// ATen's results, errors and NaN are what the caller gets there.
+struct PackedAttention : torch::CustomClassHolder {
+  PackedAttention(std::int64_t embed_dim, std::int64_t num_heads, at::Tensor qkv_weight,
+                  at::Tensor qkv_bias, at::Tensor proj_weight, at::Tensor proj_bias);
+  ~PackedAttention() override;
+
+  /// _native_multi_head_attention's arguments after the weights; (output, weights) where the
+  /// weights are undefined unless asked for, as ATen's.
+  std::tuple<at::Tensor, at::Tensor> run(const at::Tensor& query, const at::Tensor& key,
+                                         const at::Tensor& value,
+                                         const c10::optional<at::Tensor>& mask, bool need_weights,
+                                         bool average_attn_weights,
+                                         c10::optional<std::int64_t> mask_type);
+  std::tuple<at::Tensor, at::Tensor> reference(const at::Tensor& query, const at::Tensor& key,
+                                               const at::Tensor& value,
+                                               const c10::optional<at::Tensor>& mask,
+                                               bool need_weights, bool average_attn_weights,
+                                               c10::optional<std::int64_t> mask_type) const;
+
+  using State =
+      std::tuple<std::int64_t, std::int64_t, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+  State state() const;
+  /// (batch, tokens) shapes prepared now (at most packedCacheCapacity()).
+  std::size_t preparedShapes() const;
+
+  std::int64_t embed_dim = 0, num_heads = 0;
+  at::Tensor qkv_weight, qkv_bias, proj_weight, proj_bias; // as stored
+
+  struct Prepared;
+
+private:
+  std::shared_ptr<const Prepared> prepare(std::int64_t batch, std::int64_t tokens);
+  c10::intrusive_ptr<PackedLinear> qkv_, proj_;
+  LruCache<std::pair<std::int64_t, std::int64_t>, Prepared> cache_;
+  SumBounds qkv_bounds_, proj_bounds_;
 };
 
 /// A constant of a blocked (oneDNN) region: the dense tensor as saved, and the MKLDNN tensor
