@@ -71,7 +71,8 @@ inline constexpr int kMeasureMethod = 4;
 // 12: regions run through concatenations; a layout that would repeat another is not measured.
 // 13: packed regions pool without indices (xalloc::max_pool2d); fast-form regions run in the
 // activation arena.
-inline constexpr int kProfileAnalysis = 13;
+// 14: self-attention blocks (aten::_native_multi_head_attention) are regions of their own.
+inline constexpr int kProfileAnalysis = 14;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

@@ -178,6 +178,49 @@ xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.opt.p
 xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.opt.pt 2>mha.err
 ! grep -q "repeated value" mha.err || fail "a warning about constant outputs where they vary"
 
+# The same block with its attention packed (xalloc::attention_packed), where users run it: from
+# 4 threads at once with other token counts, a NaN spreading through the softmax as ATen's
+# does, and differentiated (nn.MultiheadAttention then takes its other path, ATen's ops).
+force_layout mha.schedule.json channels_last+packed
+xrewrite mha.pt --input-shape 2x16x32 -s mha.schedule.json --freeze -o mha.packed.pt -q ||
+  fail "xrewrite with the attention packed"
+"$XALLOC_PYTHON" - <<'PY' || fail "the packed attention where users run it"
+import threading, torch, xalloc
+torch.set_num_threads(1)
+orig = torch.jit.load("mha.pt").eval()
+ours = xalloc.load("mha.packed.pt")
+assert "xalloc::attention_packed" in str(ours.graph), "the plan has no packed attention"
+torch.manual_seed(2)
+xs = [torch.randn(b, t, 32) for b, t in ((1, 16), (3, 5), (2, 1), (2, 40))]
+with torch.no_grad():
+    refs = [orig(x) for x in xs]
+wrong = []
+def work(i):
+    for _ in range(25):
+        with torch.no_grad():
+            y = ours(xs[i])
+        e = ((y - refs[i]).abs().max() / refs[i].abs().max()).item()
+        if not e <= 1e-5:
+            wrong.append(e)
+threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert not wrong, f"{len(wrong)} of 100 calls from 4 threads wrong, worst {max(wrong)}"
+x = torch.randn(2, 16, 32)
+x[1, 3, 7] = float("nan")
+with torch.no_grad():
+    a, b = orig(x), ours(x)
+assert torch.equal(torch.isnan(a), torch.isnan(b)) and torch.isnan(a[1]).all() and \
+    not torch.isnan(a[0]).any(), f"NaN: original {torch.isnan(a)}, ours {torch.isnan(b)}"
+x = torch.randn(2, 16, 32, requires_grad=True)
+orig(x).sum().backward()
+g0, x.grad = x.grad.clone(), None
+ours(x).sum().backward()
+err = ((x.grad - g0).abs().max() / g0.abs().max()).item()
+assert err <= 1e-5, f"the input gradient is {err:.1e} off"
+print("packed attention: 100 calls from 4 threads right, NaN as the original's, gradients too")
+PY
+
 # Outputs that are all zeros (torchvision's ViT with random weights: its head starts at zero)
 # make the rewrite's check vacuous: xrewrite writes the model and says so in one warning.
 cat >zerohead.py <<'PY'

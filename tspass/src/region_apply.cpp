@@ -1,6 +1,7 @@
 // applyRegionDecisions: a schedule's region decisions found again in a frozen graph by their
 // ops' anchors (marked, so other edits in between cannot lose them) and applied, each reported
 // like a value decision.
+#include <functional>
 #include <map>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -27,7 +28,7 @@ std::string counts(const RegionEdit& e) {
   add(e.entry_conversions, "entry conversion(s)");
   add(e.exit_conversions, "exit conversion(s)");
   add(e.weights_relaid, "weight(s) re-laid");
-  add(e.packed, "convolution(s) or linear(s) packed");
+  add(e.packed, "convolution(s), linear(s) or attention block(s) packed");
   add(e.fused, "activation(s) fused");
   add(e.blocked_ops, "op(s) on blocked tensors");
   add(e.pools, "max pooling(s) without indices");
@@ -114,12 +115,19 @@ MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Sched
 ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                const MarkedRegions& marked) {
   // The marked ops of each decision, in graph order, and every mark cleared.
+  // (An attention block's op sits in a branch: every block is searched, in graph order.)
   std::map<std::int64_t, LayoutRegion> by_decision;
-  for (torch::jit::Node* n : graph.nodes())
-    if (n->hasAttribute(tag())) {
-      by_decision[n->i(tag())].nodes.push_back(n);
-      n->removeAttribute(tag());
+  std::function<void(torch::jit::Block*)> collect = [&](torch::jit::Block* b) {
+    for (torch::jit::Node* n : b->nodes()) {
+      if (n->hasAttribute(tag())) {
+        by_decision[n->i(tag())].nodes.push_back(n);
+        n->removeAttribute(tag());
+      }
+      for (torch::jit::Block* sub : n->blocks())
+        collect(sub);
     }
+  };
+  collect(graph.block());
   ApplyReport report = marked.report;
   bool runtime = false; // a region runs the runtime's ops
   for (std::size_t i : marked.marked) {

@@ -145,6 +145,33 @@ bool isConstantWeight(const Node* n) {
   return b && b->isTensor() && b->toTensor().scalar_type() == at::kFloat;
 }
 
+bool isNone(const Value* v) {
+  return v->type()->kind() == c10::TypeKind::NoneType;
+}
+
+bool constantIs(const Value* v, bool want) {
+  auto iv = torch::jit::toIValue(v);
+  return iv && iv->isBool() && iv->toBool() == want;
+}
+
+// nn.MultiheadAttention's fast path (aten::_native_multi_head_attention) as the runtime's packed
+// attention runs it: one value as query, key and value, constant sizes and float weights, no
+// mask, no attention weights wanted (its second output is then always undefined).
+bool isPackableAttention(const Node* n) {
+  if (n->kind() != c10::Symbol::fromQualString("aten::_native_multi_head_attention") ||
+      n->inputs().size() != 13 || n->input(0) != n->input(1) || n->input(0) != n->input(2))
+    return false;
+  auto e = constantInt(n->input(3)), h = constantInt(n->input(4));
+  if (!e || !h || *e < 1 || *h < 1 || *e % *h != 0)
+    return false;
+  for (std::size_t i = 5; i < 9; ++i) {
+    auto t = torch::jit::toIValue(n->input(i));
+    if (!t || !t->isTensor() || t->toTensor().scalar_type() != at::kFloat)
+      return false;
+  }
+  return isNone(n->input(9)) && constantIs(n->input(10), false);
+}
+
 bool isConstantList(const Value* v) {
   if (v->node()->kind() != c10::prim::ListConstruct)
     return false;
@@ -229,11 +256,14 @@ std::vector<Value*> regionExits(const LayoutRegion& r) {
   std::vector<Value*> out;
   for (Node* n : r.nodes)
     for (Value* o : n->outputs())
-      for (const auto& u : o->uses())
+      for (const auto& u : o->uses()) {
+        if (o->offset() == 1 && isPackableAttention(n))
+          break; // the attention weights, never asked for: always undefined
         if (!in.count(u.user) && !readsMetadataOnly(u.user)) {
           out.push_back(o);
           break;
         }
+      }
   return out;
 }
 
@@ -328,6 +358,23 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
         r.nodes.push_back(u);
     }
     out.push_back(std::move(r));
+  }
+  // Each self-attention block (in any block: nn.MultiheadAttention's fast path sits in the
+  // branches of its checks) as a region of its own.
+  std::vector<torch::jit::Block*> blocks{graph.block()};
+  while (!blocks.empty()) {
+    torch::jit::Block* b = blocks.back();
+    blocks.pop_back();
+    for (Node* n : b->nodes()) {
+      for (torch::jit::Block* sub : n->blocks())
+        blocks.push_back(sub);
+      if (isPackableAttention(n)) {
+        LayoutRegion r;
+        r.rank = 0;
+        r.nodes = {n};
+        out.push_back(std::move(r));
+      }
+    }
   }
   std::sort(out.begin(), out.end(), [](const LayoutRegion& a, const LayoutRegion& b) {
     return a.nodes.front()->isBefore(b.nodes.front());

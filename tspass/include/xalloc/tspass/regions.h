@@ -28,9 +28,11 @@ namespace xalloc::tspass {
 class GraphIndex;
 
 struct LayoutRegion {
-  std::vector<torch::jit::Node*> nodes; // graph order, top-level block only
+  /// Graph order; top-level ops, but for a self-attention block (an op in a branch).
+  std::vector<torch::jit::Node*> nodes;
   /// 4: channels_last; 5: channels_last_3d; 0: a linear with a constant weight (and the
-  /// activation after it), whose activations stay row-major and whose weight can be packed.
+  /// activation after it), or a self-attention block with constant projections, whose
+  /// activations stay row-major and whose weights can be packed.
   int rank = 4;
   std::int64_t convolutions = 0;
   /// False when a path leaves the region and comes back into it: it cannot run as a graph of
@@ -44,8 +46,10 @@ std::vector<torch::jit::Value*> regionEntries(const LayoutRegion& r);
 /// only their metadata (aten::size, aten::dim).
 std::vector<torch::jit::Value*> regionExits(const LayoutRegion& r);
 
-/// The regions of `graph`'s top-level block that hold at least one convolution, and each linear
-/// whose weight is a constant (a frozen model's) as a region of its own, in graph order.
+/// The regions of `graph`'s top-level block that hold at least one convolution, and as regions
+/// of their own each linear whose weight is a constant (a frozen model's) and each self-attention
+/// block (aten::_native_multi_head_attention, wherever it sits) with constant projections, no
+/// mask and no attention weights wanted; in graph order.
 /// `input_ranks`: the rank of each graph input after `self` (nullopt: unknown), from the inputs
 /// the model is run on; a tensor of unknown rank never enters a region.
 std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,

@@ -1,0 +1,193 @@
+// Self-attention blocks as layout regions (tspass/regions.h): nn.MultiheadAttention's fast path
+// (aten::_native_multi_head_attention, inside the branches of its checks) in the attention
+// sample frozen is a region of its own; packed, it runs the runtime's xalloc::attention_packed
+// within float rounding of ATen's, alone and in the model; a decision finds it by anchors and a
+// second run finds it applied; blocks the runtime would only hand back to ATen (attention
+// weights wanted, a mask, weights that are not constants) are no regions.
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/region_layouts.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
+
+using namespace xalloc;
+using namespace xalloc::tspass;
+
+namespace {
+
+const std::string kAttention = std::string(XALLOC_SAMPLES_DIR) + "/attention.pt";
+const char* kMha = "aten::_native_multi_head_attention";
+const char* kPacked = "xalloc::attention_packed";
+
+struct Frozen {
+  LoadedModel model;
+  std::shared_ptr<torch::jit::Graph> graph;
+  std::vector<c10::IValue> inputs; // self first
+};
+
+Frozen frozenAttention() {
+  Frozen f{loadModel(kAttention), nullptr, {}};
+  freezeModel(f.model, "forward");
+  canonicalize(f.model, "forward");
+  f.graph = inlineMethod(f.model.module, "forward");
+  useOriginalSourceRanges(*f.graph);
+  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, kAttention), 7);
+  f.inputs = methodInputs(f.model.module, "forward", x, kAttention);
+  return f;
+}
+
+std::vector<std::optional<int>> ranksOf(const Frozen& f) {
+  return inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+}
+
+// Nodes of `kind` in every block.
+std::vector<torch::jit::Node*> find(torch::jit::Block* b, const char* kind) {
+  std::vector<torch::jit::Node*> out;
+  for (torch::jit::Node* n : b->nodes()) {
+    if (n->kind() == c10::Symbol::fromQualString(kind))
+      out.push_back(n);
+    for (torch::jit::Block* sub : n->blocks()) {
+      auto more = find(sub, kind);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+  }
+  return out;
+}
+
+std::vector<LayoutRegion> attentionRegions(Frozen& f) {
+  auto all = findLayoutRegions(*f.graph, ranksOf(f));
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [](const LayoutRegion& r) {
+                             return r.nodes.front()->kind() != c10::Symbol::fromQualString(kMha);
+                           }),
+            all.end());
+  return all;
+}
+
+c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
+  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+  torch::jit::Stack s(in.begin(), in.end());
+  fn.run(s);
+  return s.back();
+}
+
+formats::RegionCandidate packed() {
+  formats::RegionCandidate c;
+  c.layout = formats::layoutTraits(formats::LayoutTarget::Contiguous, true);
+  return c;
+}
+
+} // namespace
+
+TEST(AttentionRegions, TheFastPathIsARegionInItsBranch) {
+  Frozen f = frozenAttention();
+  auto regions = attentionRegions(f);
+  ASSERT_EQ(regions.size(), 1u);
+  const LayoutRegion& r = regions[0];
+  EXPECT_EQ(r.rank, 0);
+  ASSERT_EQ(r.nodes.size(), 1u);
+  EXPECT_NE(r.nodes[0]->owningBlock(), f.graph->block()) << "it sits in a branch";
+  EXPECT_TRUE(r.convex);
+  // It hands on its output alone: the attention weights are never asked for (undefined).
+  ASSERT_EQ(regionExits(r).size(), 1u);
+  EXPECT_EQ(regionExits(r)[0], r.nodes[0]->output(0));
+}
+
+TEST(AttentionRegions, PackedItRunsTheRuntimesAttentionWithinRounding) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  Frozen f = frozenAttention();
+  c10::NoGradGuard no_grad; // the fast path's branch is taken without gradients
+  const c10::IValue before = run(f.graph, f.inputs);
+  auto regions = attentionRegions(f);
+  ASSERT_EQ(regions.size(), 1u);
+
+  // Alone, as xprof times it: the region's graph packed computes what it computed.
+  ExtractedRegion x = extractRegion(regions[0]);
+  // It reads the normalized tokens [4, 64 tokens, 64]; xprof feeds what the model computed, the
+  // test any tensor of their shape.
+  ASSERT_EQ(x.inputs.size(), 1u);
+  const std::vector<c10::IValue> in{at::randn({4, 64, 64})};
+  const c10::IValue alone = run(x.graph, in);
+  const RegionEdit xe = applyRegionLayout(*x.graph, x.region, packed());
+  ASSERT_TRUE(xe.applied) << xe.message;
+  EXPECT_LE(maxRelativeError(alone, run(x.graph, in)), 1e-5);
+
+  // In the model: the op replaced in its branch, the model's outputs within rounding.
+  const RegionEdit e = applyRegionLayout(*f.graph, regions[0], packed());
+  ASSERT_TRUE(e.applied) << e.message;
+  EXPECT_EQ(e.packed, 1);
+  EXPECT_EQ(find(f.graph->block(), kMha).size(), 0u);
+  ASSERT_EQ(find(f.graph->block(), kPacked).size(), 1u);
+  const c10::IValue after = run(f.graph, f.inputs);
+  EXPECT_FALSE(bitwiseEqual({before}, {after})) << "the packed attention ran";
+  EXPECT_LE(maxRelativeError(before, after), 1e-5);
+}
+
+TEST(AttentionRegions, DecisionsFindItByAnchorsAndASecondRunFindsItApplied) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  Frozen f = frozenAttention();
+  const auto ranks = ranksOf(f);
+  auto regions = attentionRegions(f);
+  ASSERT_EQ(regions.size(), 1u);
+  GraphIndex index(*f.graph);
+  formats::Schedule s;
+  formats::Decision d;
+  d.action = formats::Action::Sync;
+  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("contiguous+packed"));
+  d.anchor = d.region->nodes.front();
+  s.decisions.push_back(d);
+
+  auto first = applyRegionDecisions(*f.graph, s, ranks, true, true);
+  ASSERT_EQ(first.results.size(), 1u);
+  EXPECT_EQ(first.results[0].status, ApplyStatus::Applied) << first.results[0].message;
+  EXPECT_EQ(find(f.graph->block(), kPacked).size(), 1u);
+  EXPECT_EQ(find(f.graph->block(), "xalloc::activations_enter").size(), 1u)
+      << "it runs the runtime's op: in the activation arena's scope";
+  const std::string text = graphText(*f.graph);
+  auto again = applyRegionDecisions(*f.graph, s, ranks, true, true);
+  EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
+  EXPECT_EQ(graphText(*f.graph), text);
+}
+
+TEST(AttentionRegions, BlocksTheRuntimeWouldHandBackAreNoRegions) {
+  // Attention weights wanted.
+  {
+    Frozen f = frozenAttention();
+    auto mha = find(f.graph->block(), kMha);
+    ASSERT_EQ(mha.size(), 1u);
+    torch::jit::WithInsertPoint guard(*f.graph->nodes().begin());
+    mha[0]->replaceInput(10, f.graph->insertConstant(true));
+    EXPECT_TRUE(attentionRegions(f).empty()) << "need_weights=True";
+  }
+  // A mask (any value in the mask's place).
+  {
+    Frozen f = frozenAttention();
+    auto mha = find(f.graph->block(), kMha);
+    ASSERT_EQ(mha.size(), 1u);
+    mha[0]->replaceInput(9, mha[0]->input(0));
+    EXPECT_TRUE(attentionRegions(f).empty()) << "a mask";
+  }
+  // Projections that are not constants (a model that is not frozen reads its attributes).
+  {
+    Frozen f = frozenAttention();
+    auto mha = find(f.graph->block(), kMha);
+    ASSERT_EQ(mha.size(), 1u);
+    mha[0]->replaceInput(5, mha[0]->input(0));
+    EXPECT_TRUE(attentionRegions(f).empty()) << "a weight computed at run time";
+  }
+}
