@@ -3,8 +3,10 @@
 
 Usage: /usr/bin/python3 bench/torchvision_models.py [--onnx] OUT_DIR BATCH [NAME ...]
 
-Each model is scripted in eval mode with random weights (seed 0; nothing is downloaded) and saved
-as OUT_DIR/<name>-b<BATCH>.pt with its example inputs, as the samples store theirs. With --onnx,
+Each model is scripted in eval mode with random weights (seed 0; nothing is downloaded; weights
+torchvision starts at zero, such as ViT's head, drawn at random too, so that every contender's
+error shows) and saved as OUT_DIR/<name>-b<BATCH>.pt with its example inputs, as the samples store
+theirs. With --onnx,
 the same model (the same weights) is also exported with torch.onnx.export (opset 13) to
 OUT_DIR/<name>-b<BATCH>.onnx, for ONNX Runtime; a model that does not export is said on stderr
 and has no .onnx.
@@ -33,6 +35,15 @@ MODELS = {
 }
 
 
+def moving(model: torch.nn.Module) -> None:
+    """Weights torchvision initializes to zeros (ViT's classifier head) drawn at random too:
+    a model whose outputs are all zeros on every input hides every contender's error."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and not bool(p.any()):
+                torch.nn.init.normal_(p, std=0.02)
+
+
 def main() -> int:
     argv = sys.argv[1:]
     onnx = "--onnx" in argv
@@ -51,6 +62,7 @@ def main() -> int:
     for name in names:
         torch.manual_seed(0)
         model = getattr(torchvision.models, name)().eval()
+        moving(model)
         scripted = torch.jit.script(model)
         spec = {"inputs": [{"name": "x", "shape": [batch] + MODELS[name], "dtype": "float32"}]}
         path = os.path.join(out_dir, f"{name}-b{batch}.pt")
