@@ -4,11 +4,11 @@ in a Python process that loaded them as users do (torch.jit.load, glibc's malloc
 
 Usage: /usr/bin/python3 bench/python_peers.py --original M.pt --ours M.opt.pt [--onnx M.onnx]
            [--shape 1x3x224x224] [--rounds 30] [--threads 1] [--json OUT.json]
-           [--processes 5]
+           [--processes 5 [--min-seconds 1]]
 
 --processes N: each contender alone in N fresh processes instead (a process per contender and
-try, the contenders' turns rotating), as a server starts: it loads its one model, warms up, and
-times --rounds calls. For each contender: the median over processes of each one's p50, the
+try, the contenders' turns rotating, all on one core), as a server starts: it loads its one
+model, warms up, and times at least --rounds calls and --min-seconds seconds. For each contender: the median over processes of each one's p50, the
 lowest and highest p50 (steady when within 10% of each other), the median p90, and the
 process's resident memory after its runs and at its peak (ONNX Runtime: its Node.js process).
 Errors are measured from each process's output against the original's.
@@ -48,6 +48,9 @@ def parse():
     p.add_argument("--json")
     p.add_argument("--processes", type=int, default=0,
                    help="time each contender alone in this many fresh processes")
+    p.add_argument("--min-seconds", type=float, default=1.0,
+                   help="in a fresh process, time calls for at least this long (and at least "
+                        "--rounds calls)")
     p.add_argument("--child", help=argparse.SUPPRESS)  # one contender, in a process of its own
     p.add_argument("--child-output", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -208,22 +211,32 @@ def child():
                 return (time.perf_counter() - t0) * 1e3
         for _ in range(args.warmup):
             run()
-        ts = sorted(run() for _ in range(args.rounds))
+        # At least --rounds calls and --min-seconds: 30 calls of a 2 ms model are 60 ms, where
+        # one burst of another process on this machine moved a process's median by 20-30%.
+        ts, start = [], time.perf_counter()
+        while len(ts) < args.rounds or (time.perf_counter() - start < args.min_seconds
+                                        and len(ts) < 20000):
+            ts.append(run())
+        ts.sort()
         rss, peak = memory_mib(pid)
         y = ort.output() if name == "onnxruntime" else m(x)
         torch.save(leaves(y), args.child_output)
         if name == "onnxruntime":
             ort.close()
     print(json.dumps({"p50": ts[len(ts) // 2], "p90": ts[min(len(ts) - 1, (9 * len(ts)) // 10)],
-                      "rss_mib": rss, "peak_mib": peak}))
+                      "calls": len(ts), "rss_mib": rss, "peak_mib": peak}))
 
 
 def processes():
-    """Each contender alone in --processes fresh processes, their turns rotating."""
+    """Each contender alone in --processes fresh processes, their turns rotating, each on the
+    same core as the interleaved runs (the children inherit this process's CPUs)."""
+    pinned = pin_to_one_core()
+    where = f", on CPU {pinned}" if pinned is not None else ""
     names = ["original", "peer"] + (["onnxruntime"] if args.onnx else []) + ["ours"]
     base = [sys.executable, os.path.abspath(__file__), "--original", args.original, "--ours",
             args.ours, "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--threads",
-            str(args.threads)] + (["--onnx", args.onnx] if args.onnx else []) + \
+            str(args.threads), "--min-seconds", str(args.min_seconds)] + \
+        (["--onnx", args.onnx] if args.onnx else []) + \
         (["--shape", "x".join(map(str, args.shape))] if args.shape else [])
     runs = {n: [] for n in names}
     errors = {}
@@ -259,8 +272,8 @@ def processes():
                      "vs_original": orig / median(p50s), "max_error": errors[n],
                      "wrong": not errors[n] <= 1e-4})
     model = os.path.basename(args.original).removesuffix(".pt")
-    print(f"{model}: {args.processes} fresh processes per contender, {args.rounds} calls each, "
-          f"{args.threads} thread(s), in Python")
+    print(f"{model}: {args.processes} fresh processes per contender, at least {args.rounds} calls "
+          f"and {args.min_seconds:g} s each, {args.threads} thread(s), in Python{where}")
     print(f"  {'contender':<12} {'p50 ms':>8} {'p50 range':>15} {'spread':>7} {'p90 ms':>8} "
           f"{'RSS MiB':>8} {'peak':>7} {'vs original':>11} {'max error':>10}")
     for r in rows:
@@ -272,6 +285,7 @@ def processes():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.original, "threads": args.threads, "rounds": args.rounds,
+                       "min_seconds": args.min_seconds, "pinned_cpu": pinned,
                        "processes": args.processes, "contenders": rows, "runs": runs}, f,
                       indent=1, sort_keys=True)
 
