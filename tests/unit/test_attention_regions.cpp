@@ -23,34 +23,21 @@
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
 
+#include "frozen_model.h"
+
 using namespace xalloc;
 using namespace xalloc::tspass;
 
 namespace {
 
-const std::string kAttention = std::string(XALLOC_SAMPLES_DIR) + "/attention.pt";
 const char* kMha = "aten::_native_multi_head_attention";
 const char* kPacked = "xalloc::attention_packed";
 
-struct Frozen {
-  LoadedModel model;
-  std::shared_ptr<torch::jit::Graph> graph;
-  std::vector<c10::IValue> inputs; // self first
-};
+using xalloc::testing::Frozen;
+using xalloc::testing::ranksOf;
 
 Frozen frozenAttention() {
-  Frozen f{loadModel(kAttention), nullptr, {}};
-  freezeModel(f.model, "forward");
-  canonicalize(f.model, "forward");
-  f.graph = inlineMethod(f.model.module, "forward");
-  useOriginalSourceRanges(*f.graph);
-  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, kAttention), 7);
-  f.inputs = methodInputs(f.model.module, "forward", x, kAttention);
-  return f;
-}
-
-std::vector<std::optional<int>> ranksOf(const Frozen& f) {
-  return inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+  return xalloc::testing::frozenSample("attention");
 }
 
 // Nodes of `kind` in every block.

@@ -24,6 +24,7 @@
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
 
+#include "frozen_model.h"
 #include "temp_path.h"
 
 using namespace xalloc;
@@ -33,41 +34,13 @@ using formats::RegionCandidate;
 
 namespace {
 
-const std::string kTinyCnn = std::string(XALLOC_SAMPLES_DIR) + "/tinycnn.pt";
+using xalloc::testing::Frozen;
+using xalloc::testing::frozenSample;
+using xalloc::testing::ranksOf;
 
-// TinyCNN frozen as xrewrite --freeze and xprof's regions freeze it, inlined.
-struct Frozen {
-  LoadedModel model;
-  std::shared_ptr<torch::jit::Graph> graph;
-  std::vector<c10::IValue> inputs; // self first
-};
-
+// TinyCNN frozen, inlined (as xrewrite --freeze and xprof's regions see it).
 Frozen frozenTinyCnn() {
-  Frozen f{loadModel(kTinyCnn), nullptr, {}};
-  freezeModel(f.model, "forward");
-  canonicalize(f.model, "forward");
-  f.graph = inlineMethod(f.model.module, "forward");
-  useOriginalSourceRanges(*f.graph);
-  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, kTinyCnn), 7);
-  f.inputs = methodInputs(f.model.module, "forward", x, kTinyCnn);
-  return f;
-}
-
-// A sample of the build (samples/testmodels, smallcnn) frozen, its forward graph as it is (the
-// method itself: edits to it are what the module runs, before its first call).
-Frozen frozenSample(const std::string& name) {
-  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/" + name + ".pt";
-  Frozen f{loadModel(path), nullptr, {}};
-  freezeModel(f.model, "forward");
-  canonicalize(f.model, "forward");
-  f.graph = f.model.module.get_method("forward").graph();
-  auto x = makeInputs(specFromExtraFiles(f.model.extra_files, path), 7);
-  f.inputs = methodInputs(f.model.module, "forward", x, path);
-  return f;
-}
-
-std::vector<std::optional<int>> ranksOf(const Frozen& f) {
-  return inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+  return frozenSample("tinycnn");
 }
 
 std::size_t count(const torch::jit::Graph& g, const char* kind) {
@@ -261,7 +234,7 @@ namespace {
 // loaded bit-identical, the graph reading as applied.
 void expectResidualAddsFused(const char* name, std::size_t adds, std::int64_t fused) {
   SCOPED_TRACE(name);
-  Frozen f = frozenSample(name);
+  Frozen f = frozenSample(name, /*inlined=*/false);
   const c10::IValue before = run(f.graph, f.inputs); // a copy: the method is not run yet
   ASSERT_EQ(count(*f.graph, "aten::add") + count(*f.graph, "aten::add_"), adds);
   const auto layout = formats::parseCandidateName("channels_last+packed+add");
@@ -316,7 +289,7 @@ TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
     if (t.needs_onednn && !runtime::hasPackedConv())
       continue;
     SCOPED_TRACE(t.name);
-    Frozen f = frozenSample("firenet");
+    Frozen f = frozenSample("firenet", /*inlined=*/false);
     const c10::IValue before = run(f.graph, f.inputs);
     auto regions = convRegions(*f.graph, ranksOf(f));
     ASSERT_EQ(regions.size(), 1u);

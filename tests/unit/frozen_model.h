@@ -1,0 +1,49 @@
+// A sample model of the build frozen as xrewrite --freeze and xprof's regions freeze it, with
+// its graph and its stored example inputs: what the region tests start from.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/regions.h"
+
+namespace xalloc::testing {
+
+struct Frozen {
+  tspass::LoadedModel model;
+  std::shared_ptr<torch::jit::Graph> graph;
+  std::vector<c10::IValue> inputs; // self first
+};
+
+/// samples/<name>.pt frozen. `inlined`: its forward graph inlined with the original source
+/// ranges (as xprof's regions see it); else the method's graph itself (edits to it are what the
+/// module runs, before its first call).
+inline Frozen frozenSample(const std::string& name, bool inlined = true) {
+  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/" + name + ".pt";
+  Frozen f{tspass::loadModel(path), nullptr, {}};
+  tspass::freezeModel(f.model, "forward");
+  tspass::canonicalize(f.model, "forward");
+  if (inlined) {
+    f.graph = tspass::inlineMethod(f.model.module, "forward");
+    tspass::useOriginalSourceRanges(*f.graph);
+  } else {
+    f.graph = f.model.module.get_method("forward").graph();
+  }
+  auto x = tspass::makeInputs(tspass::specFromExtraFiles(f.model.extra_files, path), 7);
+  f.inputs = tspass::methodInputs(f.model.module, "forward", x, path);
+  return f;
+}
+
+inline std::vector<std::optional<int>> ranksOf(const Frozen& f) {
+  return tspass::inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+}
+
+} // namespace xalloc::testing
