@@ -192,7 +192,7 @@ TEST(Async, TorchScriptOpRunsInAGraph) {
   // blocked_max_pool2d and blocked_ relu, hardswish, hardsigmoid and relu6, each in place and not
   // (blocked_ops.cpp); activations_enter and activations_exit (activation_cache.h); max_pool2d
   // (pool_nhwc.cpp).
-  ASSERT_EQ(loadOps(), 21);
+  ASSERT_EQ(loadOps(), 22);
   at::Tensor x = at::randn({123, 77});
   const auto out = runGraph(R"IR(
 graph(%x : Tensor):

@@ -156,8 +156,10 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
     report.results.push_back(std::move(r));
     runtime = runtime || (e.applied && candidateOf(d).needsRuntime());
   }
-  if (runtime)
+  if (runtime) {
+    shuffleChannelsInPlace(graph);
     scopeActivations(graph);
+  }
   return report;
 }
 

@@ -85,6 +85,16 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
 /// runs the runtime's ops. False when the graph has them already.
 bool scopeActivations(torch::jit::Graph& graph);
 
+/// Each channel shuffle written as ShuffleNet writes it (`x.view(b, g, c // g, h, w)`,
+/// `transpose(1, 2).contiguous()`, `view(b, -1, h, w)`) of a value a region converts back to
+/// row-major for it becomes one `xalloc::channel_shuffle(x, g)` of the region's own value, the
+/// exit conversion gone: the same elements, channels-last when x is (the runtime's op: ATen's
+/// channel_shuffle, or the idiom's ops when gradients are wanted). Only where everything that
+/// reads the result reads any layout (conversions, packed convolutions, sizes, chunks of
+/// channels read so). The region decisions run it after applying a region that runs the
+/// runtime's ops (the fast form). Returns how many.
+std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph);
+
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
 /// module scope, so a diff shows it beside the op it converts for.
