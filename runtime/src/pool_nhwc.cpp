@@ -14,6 +14,10 @@
 #include <limits>
 #include <optional>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -80,6 +84,98 @@ poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std
   }
 }
 
+#if defined(__x86_64__)
+// Up to 8 blocks of 16 channels of one output pixel, their running maxima in registers while the
+// window's pixels are read in order, each pixel's channels at once (as they lie in memory).
+template <int Blocks>
+__attribute__((target("avx512f"), always_inline)) inline void
+poolBlocks(const Pool2d& p, const float* __restrict in, float* __restrict dst, std::int64_t b,
+           std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k, std::int64_t lanes,
+           std::int64_t ih0, std::int64_t ih1, std::int64_t iw0, std::int64_t iw1) {
+  __m512 m[Blocks];
+  __mmask16 live[Blocks];
+  __mmask16 nan = 0;
+  for (int j = 0; j < Blocks; ++j) {
+    const std::int64_t left = std::clamp<std::int64_t>(lanes - 16 * j, 0, 16);
+    live[j] = static_cast<__mmask16>((1u << left) - 1u);
+    m[j] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  }
+  for (std::int64_t ih = ih0; ih < ih1; ih += p.dh)
+    for (std::int64_t iw = iw0; iw < iw1; iw += p.dw) {
+      const float* src = in + ((b * h + ih) * w + iw) * c + k;
+      for (int j = 0; j < Blocks; ++j) {
+        const __m512 v = live[j] == 0xFFFF ? _mm512_loadu_ps(src + 16 * j)
+                                           : _mm512_maskz_loadu_ps(live[j], src + 16 * j);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m[j] = _mm512_mask_max_ps(m[j], 0xFFFF, v, m[j]); // _mm512_max_ps trips GCC 12's warning
+      }
+    }
+  // Plain stores where a block is whole: a masked store that faults a fresh page in costs a
+  // microcode assist on AMD (3x the pooling's time where the output was new memory).
+  for (int j = 0; j < Blocks; ++j)
+    if (live[j] == 0xFFFF)
+      _mm512_storeu_ps(dst + k + 16 * j, m[j]);
+    else
+      _mm512_mask_storeu_ps(dst + k + 16 * j, live[j], m[j]);
+  if (nan == 0)
+    return;
+  for (std::int64_t j = k; j < k + lanes; ++j) { // a NaN in the window: ATen's order, its NaN
+    float best = -std::numeric_limits<float>::infinity();
+    for (std::int64_t ih = ih0; ih < ih1; ih += p.dh)
+      for (std::int64_t iw = iw0; iw < iw1; iw += p.dw) {
+        const float v = in[((b * h + ih) * w + iw) * c + j];
+        if (v > best || v != v)
+          best = v;
+      }
+    dst[j] = best;
+  }
+}
+
+// The same rows with AVX-512: each output pixel's running maxima stay in registers, up to 128
+// channels at a time (the loop above reads and writes them back per window position, and ran at
+// 0.13 ms against 0.10 for SqueezeNet's first pooling at batch 1). The maximum is taken as ATen
+// takes it, v > m ? v : m (MAXPS(v, m): an equal value or a signed zero keeps the earlier one);
+// channels whose window holds a NaN are done again one by one in ATen's order, so the NaN is
+// ATen's.
+__attribute__((target("avx512f"))) void poolRowsAvx512(const Pool2d& p, const float* __restrict in,
+                                                       float* __restrict out, std::int64_t h,
+                                                       std::int64_t w, std::int64_t c,
+                                                       std::int64_t begin, std::int64_t end) {
+  for (std::int64_t row = begin; row < end; ++row) {
+    const std::int64_t b = row / p.oh, y = row % p.oh;
+    std::int64_t ih0 = y * p.sh - p.ph;
+    const std::int64_t ih1 = std::min(ih0 + (p.kh - 1) * p.dh + 1, h);
+    while (ih0 < 0)
+      ih0 += p.dh;
+    for (std::int64_t xo = 0; xo < p.ow; ++xo) {
+      std::int64_t iw0 = xo * p.sw - p.pw;
+      const std::int64_t iw1 = std::min(iw0 + (p.kw - 1) * p.dw + 1, w);
+      while (iw0 < 0)
+        iw0 += p.dw;
+      float* __restrict dst = out + (row * p.ow + xo) * c;
+      for (std::int64_t k = 0; k < c; k += 128) {
+        const std::int64_t lanes = std::min<std::int64_t>(128, c - k);
+        switch ((lanes + 15) / 16) {
+        case 1:
+          poolBlocks<1>(p, in, dst, b, h, w, c, k, lanes, ih0, ih1, iw0, iw1);
+          break;
+        case 2:
+          poolBlocks<2>(p, in, dst, b, h, w, c, k, lanes, ih0, ih1, iw0, iw1);
+          break;
+        case 3:
+        case 4:
+          poolBlocks<4>(p, in, dst, b, h, w, c, k, lanes, ih0, ih1, iw0, iw1);
+          break;
+        default:
+          poolBlocks<8>(p, in, dst, b, h, w, c, k, lanes, ih0, ih1, iw0, iw1);
+          break;
+        }
+      }
+    }
+  }
+}
+#endif
+
 // The parameters when the fast path takes them (ATen's own checks passed the same way);
 // otherwise nothing, and ATen decides.
 std::optional<Pool2d> fastPath(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride,
@@ -127,7 +223,16 @@ at::Tensor maxPool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRe
   // Rows of output pixels; a task of at least 32 KiB of input read.
   const std::int64_t grain =
       std::max<std::int64_t>(1, (32 << 10) / std::max<std::int64_t>(1, p->ow * c * 4 * p->kh));
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+  constexpr bool avx512 = false;
+#endif
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+#if defined(__x86_64__)
+    if (avx512)
+      return poolRowsAvx512(*p, in, o, h, w, c, begin, end);
+#endif
     poolRows(*p, in, o, h, w, c, begin, end);
   });
   return out;

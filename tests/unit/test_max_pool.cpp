@@ -35,22 +35,29 @@ TEST(MaxPool, IsATensWithoutTheIndices) {
       for (std::int64_t pad = 0; pad <= k / 2; ++pad)
         for (std::int64_t d : {1, 2})
           for (bool ceil : {false, true})
-            for (std::int64_t c : {3, 16, 67}) {
+            for (std::int64_t c : {3, 16, 67, 200}) {
               const std::int64_t h = 9 + k, w = 13;
               at::Tensor x = at::randn({2, c, h, w}).contiguous(at::MemoryFormat::ChannelsLast);
               x.index_put_({0, 1, 2, 3}, std::nan(""));
               x.index_put_({1, 0, 4, 4}, -INFINITY);
               x.index_put_({1, 2, 5, 6}, INFINITY);
+              // Zeros of both signs side by side: the earlier one stays (ATen's v > m).
+              x.index_put_({0, 2, 1, 1}, 0.0);
+              x.index_put_({0, 2, 1, 2}, -0.0);
+              x.index_put_({0, 2, 2, 1}, -0.0);
+              x.index_put_({0, 2, 2, 2}, 0.0);
+              x.index_put_({0, 2, 1, 3}, -1.0);
+              x.index_put_({0, 2, 2, 3}, -1.0);
               const at::Tensor want = at::max_pool2d(x, {k, k}, {s, s}, {pad, pad}, {d, d}, ceil);
               const at::Tensor got = runtimeMaxPool(x, {k, k}, {s, s}, {pad, pad}, {d, d}, ceil);
               ASSERT_EQ(got.sizes(), want.sizes()) << k << s << pad << d << ceil;
               ASSERT_EQ(got.strides(), want.strides());
               ASSERT_TRUE(at::equal(at::isnan(got), at::isnan(want)));
-              ASSERT_TRUE(at::equal(at::nan_to_num(got), at::nan_to_num(want)))
+              ASSERT_TRUE(at::equal(got.view(at::kInt), want.view(at::kInt))) // every bit
                   << "k " << k << " s " << s << " pad " << pad << " d " << d << " ceil " << ceil;
               ++cases;
             }
-  EXPECT_EQ(cases, 288); // kernels 1-4 with every padding up to half, 3 strides, 2 dilations
+  EXPECT_EQ(cases, 384); // kernels 1-4 with every padding up to half, 3 strides, 2 dilations
   // A rectangular window, the stride left out (the kernel's), and threads.
   at::Tensor x = at::randn({3, 32, 30, 41}).contiguous(at::MemoryFormat::ChannelsLast);
   EXPECT_TRUE(at::equal(runtimeMaxPool(x, {3, 2}, {}, {1, 0}, {1, 1}, true),
