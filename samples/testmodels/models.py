@@ -259,6 +259,46 @@ class FireNet(nn.Module):
         return F.adaptive_avg_pool2d(self.fire2(self.fire1(x)), 1)
 
 
+class DenseLayer(nn.Module):
+    def __init__(self, cin: int, growth: int):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(cin)
+        self.conv1 = nn.Conv2d(cin, 2 * growth, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(2 * growth)
+        self.conv2 = nn.Conv2d(2 * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, features: List[torch.Tensor]) -> torch.Tensor:
+        x = torch.cat(features, 1)
+        return self.conv2(F.relu(self.norm2(self.conv1(F.relu(self.norm1(x))))))
+
+
+class DenseNetLike(nn.Module):
+    """DenseNet's dense blocks as torchvision writes them: a list of feature maps grown with
+    append, each layer reading the concatenation of all before it; a transition between blocks."""
+
+    def __init__(self, growth: int = 8, classes: int = 10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.block1 = nn.ModuleList([DenseLayer(16 + i * growth, growth) for i in range(3)])
+        self.trans_norm = nn.BatchNorm2d(16 + 3 * growth)
+        self.trans_conv = nn.Conv2d(16 + 3 * growth, 24, 1, bias=False)
+        self.block2 = nn.ModuleList([DenseLayer(24 + i * growth, growth) for i in range(2)])
+        self.norm = nn.BatchNorm2d(24 + 2 * growth)
+        self.head = nn.Linear(24 + 2 * growth, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = [F.max_pool2d(F.relu(self.stem(x)), 2)]
+        for layer in self.block1:
+            features.append(layer(features))
+        x = torch.cat(features, 1)
+        x = F.avg_pool2d(self.trans_conv(F.relu(self.trans_norm(x))), 2)
+        features = [x]
+        for layer in self.block2:
+            features.append(layer(features))
+        x = F.relu(self.norm(torch.cat(features, 1)))
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
 class TracedMixer(TokenMixer):
     """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
     node's source range is the Python stack the tracer saw, not an expression."""
@@ -280,4 +320,5 @@ MODELS = {
     "tinycnn": (TinyCNN, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
     "firenet": (FireNet, [{"name": "x", "shape": [2, 3, 40, 40], "dtype": "float32"}]),
     "resblocks": (ResBlocks, [{"name": "x", "shape": [2, 3, 24, 24], "dtype": "float32"}]),
+    "densenet": (DenseNetLike, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
 }

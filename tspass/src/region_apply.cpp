@@ -158,6 +158,7 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
   }
   if (runtime) {
     shuffleChannelsInPlace(graph);
+    channelListsChannelsLast(graph);
     scopeActivations(graph);
   }
   return report;

@@ -95,6 +95,16 @@ bool scopeActivations(torch::jit::Graph& graph);
 /// runtime's ops (the fast form). Returns how many.
 std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph);
 
+/// Each list of feature maps that only channel concatenations read (DenseNet's dense blocks:
+/// built by prim::ListConstruct, grown by aten::append, read by aten::cat(list, 1)) made
+/// channels-last: a part a fast-form region made goes in as it is (its exit conversion to
+/// row-major dropped), any other part is converted once, so every concatenation of the list is
+/// channels-last and the region reading it converts nothing. Only where whatever reads the
+/// concatenations gives the same values from any layout (batch norm, relu, convolutions,
+/// poolings, flatten, then a linear; conversions; sizes; other such lists). The region decisions
+/// run it after the fast form's regions. Returns how many lists.
+std::int64_t channelListsChannelsLast(torch::jit::Graph& graph);
+
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
 /// module scope, so a diff shows it beside the op it converts for.

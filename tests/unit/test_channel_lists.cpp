@@ -1,0 +1,93 @@
+// Lists of feature maps that only channel concatenations read (tspass::channelListsChannelsLast)
+// on the DenseNet-like sample frozen, its convolutions' regions packed channels-last: both dense
+// blocks' lists become channels-last (no exit conversion into them left), the outputs within
+// float rounding of the original's; a list whose concatenation is read by a view (whose result
+// depends on the layout) stays as it is.
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/region_layouts.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/value_compare.h"
+
+#include "frozen_model.h"
+
+using namespace xalloc;
+using namespace xalloc::tspass;
+
+namespace {
+
+c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
+  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+  torch::jit::Stack s(in.begin(), in.end());
+  fn.run(s);
+  return s.back();
+}
+
+// Row-major conversions whose result goes into a list.
+std::size_t exitsIntoLists(const torch::jit::Graph& g) {
+  std::size_t n = 0;
+  for (const torch::jit::Node* c : g.nodes())
+    if (isRowMajorContiguousCall(c))
+      for (const auto& u : c->output()->uses())
+        n += u.user->kind() == c10::prim::ListConstruct ||
+             u.user->kind() == c10::Symbol::fromQualString("aten::append");
+  return n;
+}
+
+// The sample with each convolution region packed channels-last, as the fast form writes it.
+xalloc::testing::Frozen packedDenseNet() {
+  xalloc::testing::Frozen f = xalloc::testing::frozenSample("densenet");
+  formats::RegionCandidate packed;
+  packed.layout = formats::layoutTraits(formats::LayoutTarget::ChannelsLast, true);
+  for (LayoutRegion& r : findLayoutRegions(*f.graph, xalloc::testing::ranksOf(f)))
+    if (r.rank == 4) {
+      EXPECT_TRUE(applyRegionLayout(*f.graph, r, packed).applied);
+    }
+  return f;
+}
+
+} // namespace
+
+TEST(ChannelLists, DenseBlocksListsStayChannelsLast) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  xalloc::testing::Frozen f = packedDenseNet();
+  const c10::IValue before = run(f.graph, f.inputs);
+  ASSERT_GT(exitsIntoLists(*f.graph), 0u) << "the regions convert their outputs for the lists";
+  EXPECT_EQ(channelListsChannelsLast(*f.graph), 2) << "both dense blocks";
+  EXPECT_EQ(exitsIntoLists(*f.graph), 0u);
+  const c10::IValue after = run(f.graph, f.inputs);
+  EXPECT_LE(maxRelativeError(before, after), 1e-5);
+  const std::string text = graphText(*f.graph);
+  EXPECT_EQ(channelListsChannelsLast(*f.graph), 2) << "found again";
+  EXPECT_EQ(graphText(*f.graph), text) << "nothing more to change";
+}
+
+TEST(ChannelLists, AListWhoseConcatenationIsViewedStays) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  xalloc::testing::Frozen f = packedDenseNet();
+  // A view of the first concatenation: its result would differ for a channels-last input.
+  torch::jit::Node* cat = nullptr;
+  for (torch::jit::Node* n : f.graph->nodes())
+    if (n->kind() == c10::aten::cat && !cat)
+      cat = n;
+  ASSERT_NE(cat, nullptr);
+  torch::jit::WithInsertPoint guard(cat->next());
+  torch::jit::Value* sizes = f.graph->insertConstant(std::vector<std::int64_t>{-1});
+  torch::jit::Node* view = f.graph->create(c10::aten::view, {cat->output(), sizes});
+  view->insertAfter(cat);
+  const std::size_t exits = exitsIntoLists(*f.graph);
+  EXPECT_EQ(channelListsChannelsLast(*f.graph), 1) << "the second block's list only";
+  EXPECT_LT(exitsIntoLists(*f.graph), exits);
+  EXPECT_GT(exitsIntoLists(*f.graph), 0u) << "the first block's exits stay";
+}

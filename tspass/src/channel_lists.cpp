@@ -1,0 +1,142 @@
+// Lists of feature maps that only channel concatenations read (DenseNet's dense blocks) kept
+// channels-last after fast-form regions (rewrite.h): each part goes in channels-last (a region's
+// packed output as it is, its exit conversion dropped; anything else converted once), so every
+// concatenation of the list is channels-last and the next region's entry converts nothing.
+#include <functional>
+#include <unordered_set>
+#include <vector>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "xalloc/tspass/layout_families.h"
+#include "xalloc/tspass/rewrite.h"
+
+namespace xalloc::tspass {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+bool is(const Node* n, const char* kind) {
+  return n->kind() == c10::Symbol::fromQualString(kind);
+}
+
+bool isTensorList(const Value* v) {
+  auto l = v->type()->cast<c10::ListType>();
+  return l && l->getElementType()->cast<c10::TensorType>();
+}
+
+// Built by prim::ListConstruct, grown by aten::append, read by aten::cat(list, 1) alone.
+bool isChannelList(const Value* list) {
+  if (list->node()->kind() != c10::prim::ListConstruct || !isTensorList(list))
+    return false;
+  for (const auto& u : list->uses()) {
+    if (is(u.user, "aten::append") && u.offset == 0)
+      continue;
+    if (!is(u.user, "aten::cat") || u.offset != 0 || u.user->inputs().size() != 2)
+      return false;
+    auto dim = torch::jit::toIValue(u.user->input(1));
+    if (!dim || !dim->isInt() || dim->toInt() != 1)
+      return false;
+  }
+  return true;
+}
+
+// Whether a value that may now come channels-last where it came row-major is read only by ops
+// that give the same values from any layout, down to conversions, sizes and other channel lists.
+bool readsAnyLayout(const Value* v, int depth) {
+  static const std::unordered_set<std::string> kAny = {
+      "aten::batch_norm",   "aten::relu",       "aten::relu_",
+      "aten::conv2d",       "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+      "aten::max_pool2d",   "aten::dropout",    "aten::flatten",
+      "xalloc::max_pool2d", "aten::hardtanh",   "aten::hardtanh_"};
+  if (depth > 8)
+    return false;
+  for (const auto& u : v->uses()) {
+    const Node* n = u.user;
+    if (readsMetadataOnly(n) || is(n, "aten::contiguous"))
+      continue;
+    if ((is(n, "xalloc::conv2d_packed") || is(n, "xalloc::conv2d_packed_add") ||
+         is(n, "xalloc::linear_packed") || is(n, "aten::linear") || is(n, "xalloc::to_blocked")) &&
+        u.offset == 0)
+      continue; // the same result from any layout (a linear's: after a flatten)
+    if (n->kind() == c10::prim::ListConstruct && isChannelList(n->output()))
+      continue;
+    if (is(n, "aten::append") && u.offset == 1 && isChannelList(n->input(0)))
+      continue;
+    if (!kAny.count(n->kind().toQualString()) || u.offset != 0 || n->outputs().size() != 1)
+      return false;
+    if (n->output()->type()->cast<c10::TensorType>() && !readsAnyLayout(n->output(), depth + 1))
+      return false;
+  }
+  return true;
+}
+
+// A value the fast form's ops hand on channels-last, or a conversion to it.
+bool madeChannelsLast(const Value* v) {
+  const Node* n = v->node();
+  if (is(n, "aten::contiguous") && n->inputs().size() == 2) {
+    auto mf = torch::jit::toIValue(n->input(1));
+    return mf && mf->isInt() &&
+           mf->toInt() == static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast);
+  }
+  return is(n, "xalloc::conv2d_packed") || is(n, "xalloc::conv2d_packed_add") ||
+         is(n, "xalloc::max_pool2d");
+}
+
+} // namespace
+
+std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
+  std::vector<Node*> lists;
+  std::function<void(torch::jit::Block*)> visit = [&](torch::jit::Block* b) {
+    for (Node* n : b->nodes()) {
+      if (n->kind() == c10::prim::ListConstruct && isChannelList(n->output()))
+        lists.push_back(n);
+      for (torch::jit::Block* sub : n->blocks())
+        visit(sub);
+    }
+  };
+  visit(graph.block());
+  std::int64_t kept = 0;
+  for (Node* l : lists) {
+    bool ok = true;
+    for (const auto& u : l->output()->uses())
+      if (is(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
+        ok = false;
+    if (!ok)
+      continue;
+    // The parts: the list's first elements and every appended tensor.
+    std::vector<std::pair<Node*, std::size_t>> parts;
+    for (std::size_t i = 0; i < l->inputs().size(); ++i)
+      parts.emplace_back(l, i);
+    for (const auto& u : l->output()->uses())
+      if (is(u.user, "aten::append"))
+        parts.emplace_back(u.user, 1);
+    for (auto [user, i] : parts) {
+      Value* part = user->input(i);
+      Node* made = part->node();
+      if (isRowMajorContiguousCall(made) && madeChannelsLast(made->input(0)) &&
+          part->uses().size() == 1) {
+        user->replaceInput(i, made->input(0)); // a region's exit conversion: not needed
+        made->destroy();
+        continue;
+      }
+      if (madeChannelsLast(part))
+        continue;
+      torch::jit::WithInsertPoint guard(user);
+      Value* mf = graph.insertConstant(static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast));
+      Node* c = graph.create(c10::aten::contiguous, {part, mf});
+      c->output()->setType(part->type());
+      c->insertBefore(user);
+      c->setSourceRange(user->sourceRange());
+      c->setScope(user->scope());
+      user->replaceInput(i, c->output());
+    }
+    ++kept;
+  }
+  return kept;
+}
+
+} // namespace xalloc::tspass
