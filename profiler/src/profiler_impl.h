@@ -72,7 +72,10 @@ inline constexpr int kMeasureMethod = 4;
 // 13: packed regions pool without indices (xalloc::max_pool2d); fast-form regions run in the
 // activation arena.
 // 14: self-attention blocks (aten::_native_multi_head_attention) are regions of their own.
-inline constexpr int kProfileAnalysis = 14;
+// 15: freezing folds batch norms whose input's rank check read the convolution before them.
+// 16: a region entered by a feature list the fast form keeps channels-last (DenseNet's) has its
+// fast-form channels-last candidates timed with that entry channels-last.
+inline constexpr int kProfileAnalysis = 16;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

@@ -266,10 +266,17 @@ class DenseLayer(nn.Module):
         self.conv1 = nn.Conv2d(cin, 2 * growth, 1, bias=False)
         self.norm2 = nn.BatchNorm2d(2 * growth)
         self.conv2 = nn.Conv2d(2 * growth, growth, 3, padding=1, bias=False)
+        self.memory_efficient = False  # torchvision's flag: its branch survives scripting
+
+    def bottleneck(self, features: List[torch.Tensor]) -> torch.Tensor:
+        return self.conv1(F.relu(self.norm1(torch.cat(features, 1))))
 
     def forward(self, features: List[torch.Tensor]) -> torch.Tensor:
-        x = torch.cat(features, 1)
-        return self.conv2(F.relu(self.norm2(self.conv1(F.relu(self.norm1(x))))))
+        if self.memory_efficient and features[0].requires_grad:
+            out = self.bottleneck([f.detach() for f in features])
+        else:
+            out = self.bottleneck(features)
+        return self.conv2(F.relu(self.norm2(out)))
 
 
 class DenseNetLike(nn.Module):

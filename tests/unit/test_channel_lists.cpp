@@ -8,11 +8,13 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
@@ -90,4 +92,45 @@ TEST(ChannelLists, AListWhoseConcatenationIsViewedStays) {
   EXPECT_EQ(channelListsChannelsLast(*f.graph), 1) << "the second block's list only";
   EXPECT_LT(exitsIntoLists(*f.graph), exits);
   EXPECT_GT(exitsIntoLists(*f.graph), 0u) << "the first block's exits stay";
+}
+
+TEST(ChannelLists, XprofSeesTheConcatenationsThatComeChannelsLast) {
+  // What xprof asks of a region's entry before it times the fast form's channels-last candidates
+  // with that entry channels-last: every concatenation of both dense blocks' lists.
+  xalloc::testing::Frozen f = xalloc::testing::frozenSample("densenet");
+  std::size_t cats = 0, seen = 0;
+  for (torch::jit::Node* n : f.graph->nodes())
+    if (n->kind() == c10::aten::cat) {
+      ++cats;
+      seen += concatenatesChannelsLastList(n->output());
+    }
+  EXPECT_EQ(cats, 7u) << "3 + 1 in the first block, 2 + 1 in the second";
+  EXPECT_EQ(seen, cats);
+  EXPECT_FALSE(concatenatesChannelsLastList(f.graph->inputs()[1]));
+}
+
+TEST(ChannelLists, FreezingFoldsTheNormsBehindRankChecks) {
+  // BatchNorm2d's rank check read the convolution's output too, and torch.jit.freeze left each
+  // dense layer's second norm unfolded; tspass::freezeModel points the check at the
+  // convolution's input (the same rank) and folds it.
+  auto normsAfterConvs = [](const torch::jit::Graph& g) {
+    std::size_t n = 0;
+    for (const torch::jit::Node* b : g.nodes())
+      n += b->kind() == c10::aten::batch_norm && b->input(0)->node()->kind() == c10::aten::conv2d;
+    return n;
+  };
+  const std::string path = std::string(XALLOC_SAMPLES_DIR) + "/densenet.pt";
+  LoadedModel plain = loadModel(path);
+  torch::jit::Module torchs = torch::jit::freeze(plain.module, c10::nullopt, true);
+  EXPECT_EQ(normsAfterConvs(*torchs.get_method("forward").graph()), 5u) << "torch's own freeze";
+  xalloc::testing::Frozen f = xalloc::testing::frozenSample("densenet", /*inlined=*/false);
+  EXPECT_EQ(normsAfterConvs(*f.graph), 0u);
+  // The same outputs as the model itself, and the check still there.
+  LoadedModel original = loadModel(path);
+  const c10::IValue want =
+      original.module.forward(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+  const c10::IValue got =
+      f.model.module.forward(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+  EXPECT_LE(maxRelativeError(want, got), 1e-5);
+  EXPECT_NE(graphText(*f.graph).find("aten::dim"), std::string::npos);
 }

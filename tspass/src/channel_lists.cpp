@@ -86,7 +86,21 @@ bool madeChannelsLast(const Value* v) {
          is(n, "xalloc::max_pool2d");
 }
 
+bool listStaysChannelsLast(const Value* list) {
+  if (!isChannelList(list))
+    return false;
+  for (const auto& u : list->uses())
+    if (is(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
+      return false;
+  return true;
+}
+
 } // namespace
+
+bool concatenatesChannelsLastList(const Value* v) {
+  const Node* n = v->node();
+  return is(n, "aten::cat") && n->inputs().size() == 2 && listStaysChannelsLast(n->input(0));
+}
 
 std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
   std::vector<Node*> lists;
@@ -101,11 +115,7 @@ std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
   visit(graph.block());
   std::int64_t kept = 0;
   for (Node* l : lists) {
-    bool ok = true;
-    for (const auto& u : l->output()->uses())
-      if (is(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
-        ok = false;
-    if (!ok)
+    if (!listStaysChannelsLast(l->output()))
       continue;
     // The parts: the list's first elements and every appended tensor.
     std::vector<std::pair<Node*, std::size_t>> parts;

@@ -2,6 +2,7 @@
 #include "xalloc/tspass/model_io.h"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -10,6 +11,8 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/frozen_conv_folding.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -127,6 +130,41 @@ bool isFrozen(const torch::jit::Module& module) {
   return !module.hasattr("training");
 }
 
+namespace {
+
+// BatchNorm2d checks its input's rank (aten::dim) before it normalizes. When that input is a
+// convolution's output, the check is its second reader, and torch.jit.freeze then leaves the
+// normalization unfolded (DenseNet's conv -> norm -> relu: 120 batch norms a call). A
+// convolution's output has its input's rank, so the check reads the input instead (the same
+// answer, the same error), and the folding runs again.
+void foldNormsBehindRankChecks(const std::shared_ptr<torch::jit::Graph>& graph) {
+  bool rewired = false;
+  std::function<void(torch::jit::Block*)> visit = [&](torch::jit::Block* b) {
+    for (torch::jit::Node* n : b->nodes()) {
+      for (torch::jit::Block* sub : n->blocks())
+        visit(sub);
+      if (n->kind() != c10::aten::batch_norm)
+        continue;
+      torch::jit::Node* conv = n->input(0)->node();
+      if (conv->kind() != c10::aten::conv1d && conv->kind() != c10::aten::conv2d &&
+          conv->kind() != c10::aten::conv3d)
+        continue;
+      for (const auto& u : conv->output()->uses())
+        if (u.user->kind() == c10::aten::dim) {
+          u.user->replaceInput(u.offset, conv->input(0));
+          rewired = true;
+        }
+    }
+  };
+  visit(graph->block());
+  if (rewired) {
+    auto g = graph;
+    torch::jit::FoldFrozenConvBatchnorm(g);
+  }
+}
+
+} // namespace
+
 bool freezeModel(LoadedModel& model, const std::string& method) {
   if (isFrozen(model.module))
     return false;
@@ -138,6 +176,8 @@ bool freezeModel(LoadedModel& model, const std::string& method) {
     keep = std::vector<std::string>{method};
   try {
     model.module = torch::jit::freeze(model.module, keep, /*optimize_numerics=*/true);
+    for (const auto& m : model.module.get_methods())
+      foldNormsBehindRankChecks(m.graph());
   } catch (const std::exception& e) {
     throw InputError(model.path, "cannot freeze the model: " + firstLine(e.what()));
   }

@@ -104,6 +104,9 @@ std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph);
 /// poolings, flatten, then a linear; conversions; sizes; other such lists). The region decisions
 /// run it after the fast form's regions. Returns how many lists.
 std::int64_t channelListsChannelsLast(torch::jit::Graph& graph);
+/// True when `v` is a concatenation of such a list: in the fast form it comes channels-last, so
+/// xprof times the fast form's channels-last candidates of a region it enters as it will come.
+bool concatenatesChannelsLastList(const torch::jit::Value* v);
 
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
