@@ -2,13 +2,13 @@
 // channels-last after fast-form regions (rewrite.h): each part goes in channels-last (a region's
 // packed output as it is, its exit conversion dropped; anything else converted once), so every
 // concatenation of the list is channels-last and the next region's entry converts nothing.
-#include <functional>
 #include <unordered_set>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/layout_families.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -18,10 +18,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 namespace {
-
-bool is(const Node* n, const char* kind) {
-  return n->kind() == c10::Symbol::fromQualString(kind);
-}
 
 bool isTensorList(const Value* v) {
   auto l = v->type()->cast<c10::ListType>();
@@ -33,9 +29,9 @@ bool isChannelList(const Value* list) {
   if (list->node()->kind() != c10::prim::ListConstruct || !isTensorList(list))
     return false;
   for (const auto& u : list->uses()) {
-    if (is(u.user, "aten::append") && u.offset == 0)
+    if (hasKind(u.user, "aten::append") && u.offset == 0)
       continue;
-    if (!is(u.user, "aten::cat") || u.offset != 0 || u.user->inputs().size() != 2)
+    if (!hasKind(u.user, "aten::cat") || u.offset != 0 || u.user->inputs().size() != 2)
       return false;
     auto dim = torch::jit::toIValue(u.user->input(1));
     if (!dim || !dim->isInt() || dim->toInt() != 1)
@@ -56,15 +52,16 @@ bool readsAnyLayout(const Value* v, int depth) {
     return false;
   for (const auto& u : v->uses()) {
     const Node* n = u.user;
-    if (readsMetadataOnly(n) || is(n, "aten::contiguous"))
+    if (readsMetadataOnly(n) || hasKind(n, "aten::contiguous"))
       continue;
-    if ((is(n, "xalloc::conv2d_packed") || is(n, "xalloc::conv2d_packed_add") ||
-         is(n, "xalloc::linear_packed") || is(n, "aten::linear") || is(n, "xalloc::to_blocked")) &&
+    if ((hasKind(n, "xalloc::conv2d_packed") || hasKind(n, "xalloc::conv2d_packed_add") ||
+         hasKind(n, "xalloc::linear_packed") || hasKind(n, "aten::linear") ||
+         hasKind(n, "xalloc::to_blocked")) &&
         u.offset == 0)
       continue; // the same result from any layout (a linear's: after a flatten)
     if (n->kind() == c10::prim::ListConstruct && isChannelList(n->output()))
       continue;
-    if (is(n, "aten::append") && u.offset == 1 && isChannelList(n->input(0)))
+    if (hasKind(n, "aten::append") && u.offset == 1 && isChannelList(n->input(0)))
       continue;
     if (!kAny.count(n->kind().toQualString()) || u.offset != 0 || n->outputs().size() != 1)
       return false;
@@ -77,20 +74,20 @@ bool readsAnyLayout(const Value* v, int depth) {
 // A value the fast form's ops hand on channels-last, or a conversion to it.
 bool madeChannelsLast(const Value* v) {
   const Node* n = v->node();
-  if (is(n, "aten::contiguous") && n->inputs().size() == 2) {
+  if (hasKind(n, "aten::contiguous") && n->inputs().size() == 2) {
     auto mf = torch::jit::toIValue(n->input(1));
     return mf && mf->isInt() &&
            mf->toInt() == static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast);
   }
-  return is(n, "xalloc::conv2d_packed") || is(n, "xalloc::conv2d_packed_add") ||
-         is(n, "xalloc::max_pool2d");
+  return hasKind(n, "xalloc::conv2d_packed") || hasKind(n, "xalloc::conv2d_packed_add") ||
+         hasKind(n, "xalloc::max_pool2d");
 }
 
 bool listStaysChannelsLast(const Value* list) {
   if (!isChannelList(list))
     return false;
   for (const auto& u : list->uses())
-    if (is(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
+    if (hasKind(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
       return false;
   return true;
 }
@@ -99,20 +96,15 @@ bool listStaysChannelsLast(const Value* list) {
 
 bool concatenatesChannelsLastList(const Value* v) {
   const Node* n = v->node();
-  return is(n, "aten::cat") && n->inputs().size() == 2 && listStaysChannelsLast(n->input(0));
+  return hasKind(n, "aten::cat") && n->inputs().size() == 2 && listStaysChannelsLast(n->input(0));
 }
 
 std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
+  // The lists first: the loop below destroys conversions that allNodes would still hold.
   std::vector<Node*> lists;
-  std::function<void(torch::jit::Block*)> visit = [&](torch::jit::Block* b) {
-    for (Node* n : b->nodes()) {
-      if (n->kind() == c10::prim::ListConstruct && isChannelList(n->output()))
-        lists.push_back(n);
-      for (torch::jit::Block* sub : n->blocks())
-        visit(sub);
-    }
-  };
-  visit(graph.block());
+  for (Node* n : allNodes(graph))
+    if (n->kind() == c10::prim::ListConstruct)
+      lists.push_back(n);
   std::int64_t kept = 0;
   for (Node* l : lists) {
     if (!listStaysChannelsLast(l->output()))
@@ -122,7 +114,7 @@ std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
     for (std::size_t i = 0; i < l->inputs().size(); ++i)
       parts.emplace_back(l, i);
     for (const auto& u : l->output()->uses())
-      if (is(u.user, "aten::append"))
+      if (hasKind(u.user, "aten::append"))
         parts.emplace_back(u.user, 1);
     for (auto [user, i] : parts) {
       Value* part = user->input(i);

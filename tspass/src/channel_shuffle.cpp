@@ -1,12 +1,12 @@
 // Channel shuffles of a region's exit (ShuffleNet's `channel_shuffle`: a view into groups, a
 // transpose, a copy, a view back) made one xalloc::channel_shuffle of the region's channels-last
 // value: the same elements, without the exit conversion to row-major first (rewrite.h).
-#include <functional>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/rewrite.h"
 
 namespace xalloc::tspass {
@@ -16,24 +16,13 @@ using torch::jit::Value;
 
 namespace {
 
-std::optional<std::int64_t> constantInt(const Value* v) {
-  auto iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isInt())
-    return std::nullopt;
-  return iv->toInt();
-}
-
-bool is(const Node* n, const char* kind) {
-  return n->kind() == c10::Symbol::fromQualString(kind);
-}
-
 // `v` is output `i` of prim::ListUnpack(aten::size(x)) of a 4-D x.
 bool isSizeOf(const Value* v, const Value* x, std::size_t i) {
   const Node* u = v->node();
-  if (!is(u, "prim::ListUnpack") || u->outputs().size() != 4 || v->offset() != i)
+  if (!hasKind(u, "prim::ListUnpack") || u->outputs().size() != 4 || v->offset() != i)
     return false;
   const Node* s = u->input(0)->node();
-  return is(s, "aten::size") && s->inputs().size() == 1 && s->input(0) == x;
+  return hasKind(s, "aten::size") && s->inputs().size() == 1 && s->input(0) == x;
 }
 
 // What the shuffle's result may be read by when it comes out channels-last where the idiom's
@@ -42,13 +31,14 @@ bool isSizeOf(const Value* v, const Value* x, std::size_t i) {
 bool readsAnyLayout(const Value* v) {
   for (const auto& u : v->uses()) {
     const Node* n = u.user;
-    if (is(n, "aten::size") || is(n, "aten::dim") || is(n, "aten::contiguous"))
+    if (hasKind(n, "aten::size") || hasKind(n, "aten::dim") || hasKind(n, "aten::contiguous"))
       continue;
-    if ((is(n, "xalloc::conv2d_packed") || is(n, "xalloc::conv2d_packed_add")) && u.offset == 0)
+    if ((hasKind(n, "xalloc::conv2d_packed") || hasKind(n, "xalloc::conv2d_packed_add")) &&
+        u.offset == 0)
       continue;
-    if ((is(n, "aten::chunk") || is(n, "aten::split")) && u.offset == 0 &&
+    if ((hasKind(n, "aten::chunk") || hasKind(n, "aten::split")) && u.offset == 0 &&
         constantInt(n->input(2)) == 1 && n->output()->uses().size() == 1 &&
-        is(n->output()->uses()[0].user, "prim::ListUnpack")) {
+        hasKind(n->output()->uses()[0].user, "prim::ListUnpack")) {
       for (const Value* part : n->output()->uses()[0].user->outputs())
         if (!readsAnyLayout(part))
           return false;
@@ -68,17 +58,17 @@ struct Shuffle {
 };
 
 std::optional<Shuffle> matchShuffle(Node* v5) {
-  if (!is(v5, "aten::view"))
+  if (!hasKind(v5, "aten::view"))
     return std::nullopt;
   Node* c5 = v5->input(0)->node();
   if (!isRowMajorContiguousCall(c5) || c5->output()->uses().size() != 1)
     return std::nullopt;
   Node* t = c5->input(0)->node();
-  if (!is(t, "aten::transpose") || t->output()->uses().size() != 1 ||
+  if (!hasKind(t, "aten::transpose") || t->output()->uses().size() != 1 ||
       constantInt(t->input(1)) != 1 || constantInt(t->input(2)) != 2)
     return std::nullopt;
   Node* v4 = t->input(0)->node();
-  if (!is(v4, "aten::view") || v4->output()->uses().size() != 1)
+  if (!hasKind(v4, "aten::view") || v4->output()->uses().size() != 1)
     return std::nullopt;
   Node* exit = v4->input(0)->node();
   if (!isRowMajorContiguousCall(exit) || exit->output()->uses().size() != 1)
@@ -87,12 +77,12 @@ std::optional<Shuffle> matchShuffle(Node* v5) {
   // [b, g, c // g, h, w] of x's sizes, then [b, -1 (or c), h, w].
   Node* l4 = v4->input(1)->node();
   Node* l5 = v5->input(1)->node();
-  if (!is(l4, "prim::ListConstruct") || l4->inputs().size() != 5 ||
-      !is(l5, "prim::ListConstruct") || l5->inputs().size() != 4)
+  if (!hasKind(l4, "prim::ListConstruct") || l4->inputs().size() != 5 ||
+      !hasKind(l5, "prim::ListConstruct") || l5->inputs().size() != 4)
     return std::nullopt;
   const auto g = constantInt(l4->input(1));
   Node* q = l4->input(2)->node();
-  if (!g || *g < 1 || !is(q, "aten::floordiv") || !isSizeOf(q->input(0), x, 1) ||
+  if (!g || *g < 1 || !hasKind(q, "aten::floordiv") || !isSizeOf(q->input(0), x, 1) ||
       constantInt(q->input(1)) != g)
     return std::nullopt;
   if (!isSizeOf(l4->input(0), x, 0) || !isSizeOf(l4->input(3), x, 2) ||
@@ -114,15 +104,9 @@ std::optional<Shuffle> matchShuffle(Node* v5) {
 
 std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph) {
   std::vector<Shuffle> found;
-  std::function<void(torch::jit::Block*)> visit = [&](torch::jit::Block* b) {
-    for (Node* n : b->nodes()) {
-      if (auto s = matchShuffle(n))
-        found.push_back(std::move(*s));
-      for (torch::jit::Block* sub : n->blocks())
-        visit(sub);
-    }
-  };
-  visit(graph.block());
+  for (Node* n : allNodes(graph))
+    if (auto s = matchShuffle(n))
+      found.push_back(std::move(*s));
   for (Shuffle& s : found) {
     torch::jit::WithInsertPoint guard(s.last_view);
     Value* g = graph.insertConstant(s.groups);

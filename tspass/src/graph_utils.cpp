@@ -1,9 +1,10 @@
-// inlineMethod, useOriginalSourceRanges, graphText.
+// inlineMethod, useOriginalSourceRanges, graphText, allNodes, hasKind, constantInt.
 #include "xalloc/tspass/graph_utils.h"
 
 #include <regex>
 
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
@@ -23,17 +24,35 @@ std::shared_ptr<torch::jit::Graph> inlineMethod(torch::jit::Module& module,
 }
 
 namespace {
-void useOriginalRanges(torch::jit::Block* block) {
+void collect(torch::jit::Block* block, std::vector<torch::jit::Node*>& out) {
   for (torch::jit::Node* n : block->nodes()) {
-    n->setSourceRange(compat::originalRange(n->sourceRange()));
+    out.push_back(n);
     for (torch::jit::Block* b : n->blocks())
-      useOriginalRanges(b);
+      collect(b, out);
   }
 }
 } // namespace
 
+std::vector<torch::jit::Node*> allNodes(torch::jit::Graph& graph) {
+  std::vector<torch::jit::Node*> out;
+  collect(graph.block(), out);
+  return out;
+}
+
+bool hasKind(const torch::jit::Node* n, const char* kind) {
+  return n->kind() == c10::Symbol::fromQualString(kind);
+}
+
+std::optional<std::int64_t> constantInt(const torch::jit::Value* v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isInt())
+    return std::nullopt;
+  return iv->toInt();
+}
+
 void useOriginalSourceRanges(torch::jit::Graph& graph) {
-  useOriginalRanges(graph.block());
+  for (torch::jit::Node* n : allNodes(graph))
+    n->setSourceRange(compat::originalRange(n->sourceRange()));
 }
 
 std::string graphText(const torch::jit::Graph& graph) {

@@ -2,7 +2,6 @@
 #include "xalloc/tspass/model_io.h"
 
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "xalloc/error.h"
 #include "xalloc/io.h"
 #include "xalloc/runtime/model_check.h"
+#include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/source_info.h"
 
 namespace xalloc::tspass {
@@ -139,24 +139,20 @@ namespace {
 // answer, the same error), and the folding runs again.
 void foldNormsBehindRankChecks(const std::shared_ptr<torch::jit::Graph>& graph) {
   bool rewired = false;
-  std::function<void(torch::jit::Block*)> visit = [&](torch::jit::Block* b) {
-    for (torch::jit::Node* n : b->nodes()) {
-      for (torch::jit::Block* sub : n->blocks())
-        visit(sub);
-      if (n->kind() != c10::aten::batch_norm)
-        continue;
-      torch::jit::Node* conv = n->input(0)->node();
-      if (conv->kind() != c10::aten::conv1d && conv->kind() != c10::aten::conv2d &&
-          conv->kind() != c10::aten::conv3d)
-        continue;
-      for (const auto& u : conv->output()->uses())
-        if (u.user->kind() == c10::aten::dim) {
-          u.user->replaceInput(u.offset, conv->input(0));
-          rewired = true;
-        }
-    }
-  };
-  visit(graph->block());
+  for (torch::jit::Node* n : allNodes(*graph)) {
+    if (n->kind() != c10::aten::batch_norm)
+      continue;
+    torch::jit::Node* conv = n->input(0)->node();
+    if (conv->kind() != c10::aten::conv1d && conv->kind() != c10::aten::conv2d &&
+        conv->kind() != c10::aten::conv3d)
+      continue;
+    const auto uses = conv->output()->uses(); // a copy: replaceInput edits the list
+    for (const auto& u : uses)
+      if (u.user->kind() == c10::aten::dim) {
+        u.user->replaceInput(u.offset, conv->input(0));
+        rewired = true;
+      }
+  }
   if (rewired) {
     auto g = graph;
     torch::jit::FoldFrozenConvBatchnorm(g);

@@ -1,13 +1,13 @@
 // applyRegionDecisions: a schedule's region decisions found again in a frozen graph by their
 // ops' anchors (marked, so other edits in between cannot lose them) and applied, each reported
 // like a value decision.
-#include <functional>
 #include <map>
 
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/error.h"
 #include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
 
@@ -117,17 +117,11 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
   // The marked ops of each decision, in graph order, and every mark cleared.
   // (An attention block's op sits in a branch: every block is searched, in graph order.)
   std::map<std::int64_t, LayoutRegion> by_decision;
-  std::function<void(torch::jit::Block*)> collect = [&](torch::jit::Block* b) {
-    for (torch::jit::Node* n : b->nodes()) {
-      if (n->hasAttribute(tag())) {
-        by_decision[n->i(tag())].nodes.push_back(n);
-        n->removeAttribute(tag());
-      }
-      for (torch::jit::Block* sub : n->blocks())
-        collect(sub);
+  for (torch::jit::Node* n : allNodes(graph))
+    if (n->hasAttribute(tag())) {
+      by_decision[n->i(tag())].nodes.push_back(n);
+      n->removeAttribute(tag());
     }
-  };
-  collect(graph.block());
   ApplyReport report = marked.report;
   bool runtime = false; // a region runs the runtime's ops
   for (std::size_t i : marked.marked) {

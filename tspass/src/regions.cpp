@@ -14,6 +14,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/tspass/graph_index.h"
+#include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/layout_families.h"
 
 namespace xalloc::tspass {
@@ -25,13 +26,6 @@ namespace {
 
 bool isTensor(const Value* v) {
   return v->type()->cast<c10::TensorType>() != nullptr;
-}
-
-std::optional<std::int64_t> constantInt(const Value* v) {
-  auto iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isInt())
-    return std::nullopt;
-  return iv->toInt();
 }
 
 // Static ranks of the top-level tensor values, from the inputs' ranks through the ops whose
@@ -158,8 +152,8 @@ bool constantIs(const Value* v, bool want) {
 // attention runs it: one value as query, key and value, constant sizes and float weights, no
 // mask, no attention weights wanted (its second output is then always undefined).
 bool isPackableAttention(const Node* n) {
-  if (n->kind() != c10::Symbol::fromQualString("aten::_native_multi_head_attention") ||
-      n->inputs().size() != 13 || n->input(0) != n->input(1) || n->input(0) != n->input(2))
+  if (!hasKind(n, "aten::_native_multi_head_attention") || n->inputs().size() != 13 ||
+      n->input(0) != n->input(1) || n->input(0) != n->input(2))
     return false;
   auto e = constantInt(n->input(3)), h = constantInt(n->input(4));
   if (!e || !h || *e < 1 || *h < 1 || *e % *h != 0)
@@ -361,21 +355,13 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
   }
   // Each self-attention block (in any block: nn.MultiheadAttention's fast path sits in the
   // branches of its checks) as a region of its own.
-  std::vector<torch::jit::Block*> blocks{graph.block()};
-  while (!blocks.empty()) {
-    torch::jit::Block* b = blocks.back();
-    blocks.pop_back();
-    for (Node* n : b->nodes()) {
-      for (torch::jit::Block* sub : n->blocks())
-        blocks.push_back(sub);
-      if (isPackableAttention(n)) {
-        LayoutRegion r;
-        r.rank = 0;
-        r.nodes = {n};
-        out.push_back(std::move(r));
-      }
+  for (Node* n : allNodes(graph))
+    if (isPackableAttention(n)) {
+      LayoutRegion r;
+      r.rank = 0;
+      r.nodes = {n};
+      out.push_back(std::move(r));
     }
-  }
   std::sort(out.begin(), out.end(), [](const LayoutRegion& a, const LayoutRegion& b) {
     return a.nodes.front()->isBefore(b.nodes.front());
   });
