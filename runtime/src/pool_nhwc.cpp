@@ -42,6 +42,18 @@ struct Pool2d {
   std::int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 };
 
+// The input positions [first, end) in steps of `d` that a window starting at `start` (stride *
+// output - padding) reads along one axis of `size`: the padding is never read.
+struct Span {
+  std::int64_t first, end;
+};
+inline Span windowSpan(std::int64_t start, std::int64_t k, std::int64_t d, std::int64_t size) {
+  const std::int64_t end = std::min(start + (k - 1) * d + 1, size);
+  while (start < 0)
+    start += d;
+  return {start, end};
+}
+
 // Output rows [begin, end) (a row: one image's output pixels at one height). Each output pixel
 // starts as its window's first channel vector and takes the maximum with the others, a NaN
 // taken (ATen: val > max || isnan(val)). One function, compiled for each instruction set, so the
@@ -51,15 +63,9 @@ poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std
          std::int64_t w, std::int64_t c, std::int64_t begin, std::int64_t end) {
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t b = row / p.oh, y = row % p.oh;
-    std::int64_t ih0 = y * p.sh - p.ph;
-    const std::int64_t ih1 = std::min(ih0 + (p.kh - 1) * p.dh + 1, h);
-    while (ih0 < 0)
-      ih0 += p.dh;
+    const auto [ih0, ih1] = windowSpan(y * p.sh - p.ph, p.kh, p.dh, h);
     for (std::int64_t xo = 0; xo < p.ow; ++xo) {
-      std::int64_t iw0 = xo * p.sw - p.pw;
-      const std::int64_t iw1 = std::min(iw0 + (p.kw - 1) * p.dw + 1, w);
-      while (iw0 < 0)
-        iw0 += p.dw;
+      const auto [iw0, iw1] = windowSpan(xo * p.sw - p.pw, p.kw, p.dw, w);
       float* __restrict dst = out + (row * p.ow + xo) * c;
       bool first = true;
       for (std::int64_t ih = ih0; ih < ih1; ih += p.dh)
@@ -143,15 +149,9 @@ __attribute__((target("avx512f"))) void poolRowsAvx512(const Pool2d& p, const fl
                                                        std::int64_t begin, std::int64_t end) {
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t b = row / p.oh, y = row % p.oh;
-    std::int64_t ih0 = y * p.sh - p.ph;
-    const std::int64_t ih1 = std::min(ih0 + (p.kh - 1) * p.dh + 1, h);
-    while (ih0 < 0)
-      ih0 += p.dh;
+    const auto [ih0, ih1] = windowSpan(y * p.sh - p.ph, p.kh, p.dh, h);
     for (std::int64_t xo = 0; xo < p.ow; ++xo) {
-      std::int64_t iw0 = xo * p.sw - p.pw;
-      const std::int64_t iw1 = std::min(iw0 + (p.kw - 1) * p.dw + 1, w);
-      while (iw0 < 0)
-        iw0 += p.dw;
+      const auto [iw0, iw1] = windowSpan(xo * p.sw - p.pw, p.kw, p.dw, w);
       float* __restrict dst = out + (row * p.ow + xo) * c;
       for (std::int64_t k = 0; k < c; k += 128) {
         const std::int64_t lanes = std::min<std::int64_t>(128, c - k);
