@@ -1,5 +1,6 @@
 // A sample model of the build frozen as xrewrite --freeze and xprof's regions freeze it, with
-// its graph and its stored example inputs: what the region tests start from.
+// its graph and its stored example inputs, and what the region tests do with it: run a graph,
+// count its ops, decide a region into a layout.
 #pragma once
 
 #include <memory>
@@ -8,8 +9,12 @@
 #include <vector>
 
 #include <ATen/core/ivalue.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "xalloc/formats/layout_traits.h"
+#include "xalloc/formats/schedule.h"
+#include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
@@ -44,6 +49,33 @@ inline Frozen frozenSample(const std::string& name, bool inlined = true) {
 
 inline std::vector<std::optional<int>> ranksOf(const Frozen& f) {
   return tspass::inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+}
+
+/// The graph run on `in` (a copy: the graph itself is never run, so it can still be edited).
+inline c10::IValue runGraph(const std::shared_ptr<torch::jit::Graph>& g,
+                            const std::vector<c10::IValue>& in) {
+  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+  torch::jit::Stack s(in.begin(), in.end());
+  fn.run(s);
+  return s.back();
+}
+
+/// How many of the graph's top-level ops are `kind`.
+inline std::size_t countNodes(const torch::jit::Graph& g, const char* kind) {
+  std::size_t n = 0;
+  for (const torch::jit::Node* node : g.nodes())
+    n += tspass::hasKind(node, kind);
+  return n;
+}
+
+/// A sync decision that runs region `r` of the indexed graph in `layout`.
+inline formats::Decision regionDecision(const tspass::LayoutRegion& r,
+                                        const tspass::GraphIndex& index, const char* layout) {
+  formats::Decision d;
+  d.action = formats::Action::Sync;
+  d.setRegion(tspass::regionRef(r, index, 0), *formats::layoutTraits(layout));
+  d.anchor = d.region->nodes.front();
+  return d;
 }
 
 } // namespace xalloc::testing

@@ -35,22 +35,19 @@ const char* kPacked = "xalloc::attention_packed";
 
 using xalloc::testing::Frozen;
 using xalloc::testing::ranksOf;
+using xalloc::testing::regionDecision;
+using xalloc::testing::runGraph;
 
 Frozen frozenAttention() {
   return xalloc::testing::frozenSample("attention");
 }
 
 // Nodes of `kind` in every block.
-std::vector<torch::jit::Node*> find(torch::jit::Block* b, const char* kind) {
+std::vector<torch::jit::Node*> find(torch::jit::Graph& g, const char* kind) {
   std::vector<torch::jit::Node*> out;
-  for (torch::jit::Node* n : b->nodes()) {
-    if (n->kind() == c10::Symbol::fromQualString(kind))
+  for (torch::jit::Node* n : allNodes(g))
+    if (hasKind(n, kind))
       out.push_back(n);
-    for (torch::jit::Block* sub : n->blocks()) {
-      auto more = find(sub, kind);
-      out.insert(out.end(), more.begin(), more.end());
-    }
-  }
   return out;
 }
 
@@ -62,13 +59,6 @@ std::vector<LayoutRegion> attentionRegions(Frozen& f) {
                            }),
             all.end());
   return all;
-}
-
-c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
-  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-  torch::jit::Stack s(in.begin(), in.end());
-  fn.run(s);
-  return s.back();
 }
 
 formats::RegionCandidate packed() {
@@ -98,7 +88,7 @@ TEST(AttentionRegions, PackedItRunsTheRuntimesAttentionWithinRounding) {
     GTEST_SKIP() << "runtime built without oneDNN";
   Frozen f = frozenAttention();
   c10::NoGradGuard no_grad; // the fast path's branch is taken without gradients
-  const c10::IValue before = run(f.graph, f.inputs);
+  const c10::IValue before = runGraph(f.graph, f.inputs);
   auto regions = attentionRegions(f);
   ASSERT_EQ(regions.size(), 1u);
 
@@ -109,20 +99,20 @@ TEST(AttentionRegions, PackedItRunsTheRuntimesAttentionWithinRounding) {
   ASSERT_EQ(x.inputs.size(), 1u);
   at::manual_seed(3);
   const std::vector<c10::IValue> in{at::randn({4, 64, 64})};
-  const c10::IValue alone = run(x.graph, in);
+  const c10::IValue alone = runGraph(x.graph, in);
   const RegionEdit xe = applyRegionLayout(*x.graph, x.region, packed());
   ASSERT_TRUE(xe.applied) << xe.message;
   // Element by element: a few outputs near zero carry most of it (1.3e-5 seen on other draws),
   // within xrewrite's default tolerance, 1e-4.
-  EXPECT_LE(maxRelativeError(alone, run(x.graph, in)), 1e-4);
+  EXPECT_LE(maxRelativeError(alone, runGraph(x.graph, in)), 1e-4);
 
   // In the model: the op replaced in its branch, the model's outputs within rounding.
   const RegionEdit e = applyRegionLayout(*f.graph, regions[0], packed());
   ASSERT_TRUE(e.applied) << e.message;
   EXPECT_EQ(e.packed, 1);
-  EXPECT_EQ(find(f.graph->block(), kMha).size(), 0u);
-  ASSERT_EQ(find(f.graph->block(), kPacked).size(), 1u);
-  const c10::IValue after = run(f.graph, f.inputs);
+  EXPECT_EQ(find(*f.graph, kMha).size(), 0u);
+  ASSERT_EQ(find(*f.graph, kPacked).size(), 1u);
+  const c10::IValue after = runGraph(f.graph, f.inputs);
   EXPECT_FALSE(bitwiseEqual({before}, {after})) << "the packed attention ran";
   EXPECT_LE(maxRelativeError(before, after), 1e-5);
 }
@@ -136,17 +126,13 @@ TEST(AttentionRegions, DecisionsFindItByAnchorsAndASecondRunFindsItApplied) {
   ASSERT_EQ(regions.size(), 1u);
   GraphIndex index(*f.graph);
   formats::Schedule s;
-  formats::Decision d;
-  d.action = formats::Action::Sync;
-  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("contiguous+packed"));
-  d.anchor = d.region->nodes.front();
-  s.decisions.push_back(d);
+  s.decisions.push_back(regionDecision(regions[0], index, "contiguous+packed"));
 
   auto first = applyRegionDecisions(*f.graph, s, ranks, true, true);
   ASSERT_EQ(first.results.size(), 1u);
   EXPECT_EQ(first.results[0].status, ApplyStatus::Applied) << first.results[0].message;
-  EXPECT_EQ(find(f.graph->block(), kPacked).size(), 1u);
-  EXPECT_EQ(find(f.graph->block(), "xalloc::activations_enter").size(), 1u)
+  EXPECT_EQ(find(*f.graph, kPacked).size(), 1u);
+  EXPECT_EQ(find(*f.graph, "xalloc::activations_enter").size(), 1u)
       << "it runs the runtime's op: in the activation arena's scope";
   const std::string text = graphText(*f.graph);
   auto again = applyRegionDecisions(*f.graph, s, ranks, true, true);
@@ -158,7 +144,7 @@ TEST(AttentionRegions, BlocksTheRuntimeWouldHandBackAreNoRegions) {
   // Attention weights wanted.
   {
     Frozen f = frozenAttention();
-    auto mha = find(f.graph->block(), kMha);
+    auto mha = find(*f.graph, kMha);
     ASSERT_EQ(mha.size(), 1u);
     torch::jit::WithInsertPoint guard(*f.graph->nodes().begin());
     mha[0]->replaceInput(10, f.graph->insertConstant(true));
@@ -167,7 +153,7 @@ TEST(AttentionRegions, BlocksTheRuntimeWouldHandBackAreNoRegions) {
   // A mask (any value in the mask's place).
   {
     Frozen f = frozenAttention();
-    auto mha = find(f.graph->block(), kMha);
+    auto mha = find(*f.graph, kMha);
     ASSERT_EQ(mha.size(), 1u);
     mha[0]->replaceInput(9, mha[0]->input(0));
     EXPECT_TRUE(attentionRegions(f).empty()) << "a mask";
@@ -175,7 +161,7 @@ TEST(AttentionRegions, BlocksTheRuntimeWouldHandBackAreNoRegions) {
   // Projections that are not constants (a model that is not frozen reads its attributes).
   {
     Frozen f = frozenAttention();
-    auto mha = find(f.graph->block(), kMha);
+    auto mha = find(*f.graph, kMha);
     ASSERT_EQ(mha.size(), 1u);
     mha[0]->replaceInput(5, mha[0]->input(0));
     EXPECT_TRUE(attentionRegions(f).empty()) << "a weight computed at run time";

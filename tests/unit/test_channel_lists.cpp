@@ -25,14 +25,9 @@
 using namespace xalloc;
 using namespace xalloc::tspass;
 
-namespace {
+using xalloc::testing::runGraph;
 
-c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
-  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-  torch::jit::Stack s(in.begin(), in.end());
-  fn.run(s);
-  return s.back();
-}
+namespace {
 
 // Row-major conversions whose result goes into a list.
 std::size_t exitsIntoLists(const torch::jit::Graph& g) {
@@ -63,11 +58,11 @@ TEST(ChannelLists, DenseBlocksListsStayChannelsLast) {
   if (!runtime::hasPackedConv())
     GTEST_SKIP() << "runtime built without oneDNN";
   xalloc::testing::Frozen f = packedDenseNet();
-  const c10::IValue before = run(f.graph, f.inputs);
+  const c10::IValue before = runGraph(f.graph, f.inputs);
   ASSERT_GT(exitsIntoLists(*f.graph), 0u) << "the regions convert their outputs for the lists";
   EXPECT_EQ(channelListsChannelsLast(*f.graph), 2) << "both dense blocks";
   EXPECT_EQ(exitsIntoLists(*f.graph), 0u);
-  const c10::IValue after = run(f.graph, f.inputs);
+  const c10::IValue after = runGraph(f.graph, f.inputs);
   EXPECT_LE(maxRelativeError(before, after), 1e-5);
   const std::string text = graphText(*f.graph);
   EXPECT_EQ(channelListsChannelsLast(*f.graph), 2) << "found again";

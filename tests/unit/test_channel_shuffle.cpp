@@ -20,28 +20,12 @@
 using namespace xalloc;
 using namespace xalloc::tspass;
 
-namespace {
-
-std::size_t count(const torch::jit::Graph& g, const char* kind) {
-  const auto k = c10::Symbol::fromQualString(kind);
-  std::size_t n = 0;
-  for (const auto* node : g.nodes())
-    n += node->kind() == k;
-  return n;
-}
-
-c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
-  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-  torch::jit::Stack s(in.begin(), in.end());
-  fn.run(s);
-  return s.back();
-}
-
-} // namespace
+using xalloc::testing::countNodes;
+using xalloc::testing::runGraph;
 
 TEST(ChannelShuffle, AfterAChannelsLastRegionItIsOneOpOfTheRegionsValue) {
   xalloc::testing::Frozen f = xalloc::testing::frozenSample("shufflecnn");
-  const c10::IValue original = run(f.graph, f.inputs);
+  const c10::IValue original = runGraph(f.graph, f.inputs);
   // Nothing to drop before any region runs channels-last: no exit conversion, no rewrite.
   EXPECT_EQ(shuffleChannelsInPlace(*f.graph), 0);
 
@@ -52,16 +36,16 @@ TEST(ChannelShuffle, AfterAChannelsLastRegionItIsOneOpOfTheRegionsValue) {
     if (r.rank == 4 && applyRegionLayout(*f.graph, r, cl).applied)
       ++regions;
   ASSERT_EQ(regions, 2u) << "one region per unit";
-  const c10::IValue laid_out = run(f.graph, f.inputs);
-  const std::size_t views = count(*f.graph, "aten::view");
-  const std::size_t conversions = count(*f.graph, "aten::contiguous");
+  const c10::IValue laid_out = runGraph(f.graph, f.inputs);
+  const std::size_t views = countNodes(*f.graph, "aten::view");
+  const std::size_t conversions = countNodes(*f.graph, "aten::contiguous");
 
   EXPECT_EQ(shuffleChannelsInPlace(*f.graph), 1) << "the first unit's; the second is permuted";
-  EXPECT_EQ(count(*f.graph, "xalloc::channel_shuffle"), 1u);
-  EXPECT_EQ(count(*f.graph, "aten::view"), views - 2);
-  EXPECT_EQ(count(*f.graph, "aten::contiguous"), conversions - 2)
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::channel_shuffle"), 1u);
+  EXPECT_EQ(countNodes(*f.graph, "aten::view"), views - 2);
+  EXPECT_EQ(countNodes(*f.graph, "aten::contiguous"), conversions - 2)
       << "the region's exit conversion and the shuffle's copy";
-  const c10::IValue shuffled = run(f.graph, f.inputs);
+  const c10::IValue shuffled = runGraph(f.graph, f.inputs);
   EXPECT_TRUE(bitwiseEqual({laid_out}, {shuffled}));
   EXPECT_LE(maxRelativeError(original, shuffled), 1e-5);
   // A second pass finds nothing more.

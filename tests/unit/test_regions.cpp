@@ -34,34 +34,22 @@ using formats::RegionCandidate;
 
 namespace {
 
+using xalloc::testing::countNodes;
 using xalloc::testing::Frozen;
 using xalloc::testing::frozenSample;
 using xalloc::testing::ranksOf;
+using xalloc::testing::regionDecision;
+using xalloc::testing::runGraph;
 
 // TinyCNN frozen, inlined (as xrewrite --freeze and xprof's regions see it).
 Frozen frozenTinyCnn() {
   return frozenSample("tinycnn");
 }
 
-std::size_t count(const torch::jit::Graph& g, const char* kind) {
-  const auto k = c10::Symbol::fromQualString(kind);
-  std::size_t n = 0;
-  for (const auto* node : g.nodes())
-    n += node->kind() == k;
-  return n;
-}
-
 std::size_t countIn(const LayoutRegion& r, const char* kind) {
   const auto k = c10::Symbol::fromQualString(kind);
   return static_cast<std::size_t>(std::count_if(
       r.nodes.begin(), r.nodes.end(), [&](const torch::jit::Node* n) { return n->kind() == k; }));
-}
-
-c10::IValue run(const std::shared_ptr<torch::jit::Graph>& g, const std::vector<c10::IValue>& in) {
-  torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-  torch::jit::Stack s(in.begin(), in.end());
-  fn.run(s);
-  return s.back();
 }
 
 // The regions of convolutions (the head's linear is a region of its own, rank 0).
@@ -146,15 +134,15 @@ TEST(Regions, FrozenLinearIsARegionOfItsOwnAndPacks) {
   EXPECT_EQ(lin.rank, 0);
   ASSERT_EQ(lin.nodes.size(), 1u);
   EXPECT_EQ(lin.nodes[0]->kind(), c10::Symbol::fromQualString("aten::linear"));
-  const c10::IValue before = run(f.graph, f.inputs);
+  const c10::IValue before = runGraph(f.graph, f.inputs);
   // Its activations stay as they are: only the weight is packed.
   EXPECT_FALSE(applyRegionLayout(*f.graph, lin, candidate(LayoutTarget::ChannelsLast)).applied);
   const RegionEdit e = applyRegionLayout(*f.graph, lin, candidate(LayoutTarget::Contiguous, true));
   ASSERT_TRUE(e.applied) << e.message;
   EXPECT_EQ(e.packed, 1);
-  EXPECT_EQ(count(*f.graph, "xalloc::linear_packed"), 1u);
-  EXPECT_EQ(count(*f.graph, "aten::linear"), 0u);
-  EXPECT_LE(maxRelativeError(before, run(f.graph, f.inputs)), 1e-5);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::linear_packed"), 1u);
+  EXPECT_EQ(countNodes(*f.graph, "aten::linear"), 0u);
+  EXPECT_LE(maxRelativeError(before, runGraph(f.graph, f.inputs)), 1e-5);
 }
 
 TEST(Regions, InputOfUnknownRankStartsNoRegion) {
@@ -196,13 +184,13 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
       continue;
     SCOPED_TRACE(c.name());
     Frozen f = frozenTinyCnn();
-    const c10::IValue before = run(f.graph, f.inputs);
+    const c10::IValue before = runGraph(f.graph, f.inputs);
     auto regions = convRegions(*f.graph, ranksOf(f));
     ASSERT_EQ(regions.size(), 1u);
     const RegionEdit e = applyRegionLayout(*f.graph, regions[0], c);
     ASSERT_TRUE(e.applied) << e.message;
     f.graph->lint();
-    const c10::IValue after = run(f.graph, f.inputs);
+    const c10::IValue after = runGraph(f.graph, f.inputs);
     EXPECT_LE(maxRelativeError(before, after), 1e-5);
     // The model's output keeps its layout.
     EXPECT_TRUE(after.toTensor().is_contiguous());
@@ -214,16 +202,16 @@ TEST(Regions, EveryCandidateKeepsTheValues) {
     }
     if (c.packed()) {
       EXPECT_EQ(e.packed, 5);
-      EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 5u);
-      EXPECT_EQ(count(*f.graph, "aten::conv2d"), 0u);
+      EXPECT_EQ(countNodes(*f.graph, "xalloc::conv2d_packed"), 5u);
+      EXPECT_EQ(countNodes(*f.graph, "aten::conv2d"), 0u);
       // relu after the stem, silu after the depthwise and the squeeze, sigmoid after the expand.
       EXPECT_EQ(e.fused, 4);
     }
     if (c.target() == LayoutTarget::Blocked) {
-      EXPECT_EQ(count(*f.graph, "prim::mkldnn_convolution"), 5u);
-      EXPECT_GE(count(*f.graph, "xalloc::to_blocked"), 1u);
-      EXPECT_GE(count(*f.graph, "aten::to_dense"), 1u);
-      EXPECT_EQ(count(*f.graph, "prim::BroadcastMKLDNNTensors"), 0u);
+      EXPECT_EQ(countNodes(*f.graph, "prim::mkldnn_convolution"), 5u);
+      EXPECT_GE(countNodes(*f.graph, "xalloc::to_blocked"), 1u);
+      EXPECT_GE(countNodes(*f.graph, "aten::to_dense"), 1u);
+      EXPECT_EQ(countNodes(*f.graph, "prim::BroadcastMKLDNNTensors"), 0u);
     }
   }
 }
@@ -235,8 +223,8 @@ namespace {
 void expectResidualAddsFused(const char* name, std::size_t adds, std::int64_t fused) {
   SCOPED_TRACE(name);
   Frozen f = frozenSample(name, /*inlined=*/false);
-  const c10::IValue before = run(f.graph, f.inputs); // a copy: the method is not run yet
-  ASSERT_EQ(count(*f.graph, "aten::add") + count(*f.graph, "aten::add_"), adds);
+  const c10::IValue before = runGraph(f.graph, f.inputs); // a copy: the method is not run yet
+  ASSERT_EQ(countNodes(*f.graph, "aten::add") + countNodes(*f.graph, "aten::add_"), adds);
   const auto layout = formats::parseCandidateName("channels_last+packed+add");
   ASSERT_TRUE(layout);
   std::int64_t n = 0;
@@ -248,12 +236,12 @@ void expectResidualAddsFused(const char* name, std::size_t adds, std::int64_t fu
       EXPECT_NE(node->kind(), c10::aten::conv2d) << "a convolution left unpacked";
   }
   f.graph->lint();
-  EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed_add"), adds);
-  EXPECT_EQ(count(*f.graph, "aten::add") + count(*f.graph, "aten::add_"), 0u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::conv2d_packed_add"), adds);
+  EXPECT_EQ(countNodes(*f.graph, "aten::add") + countNodes(*f.graph, "aten::add_"), 0u);
   EXPECT_GE(n, fused);
   const c10::IValue after = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
   EXPECT_LE(maxRelativeError(before, after), 1e-5);
-  EXPECT_TRUE(bitwiseEqual(after, run(f.graph, f.inputs)));
+  EXPECT_TRUE(bitwiseEqual(after, runGraph(f.graph, f.inputs)));
   const std::string saved = xalloc::testing::tempPath("residual.pt");
   saveModel(f.model.module, saved, {});
   LoadedModel back = loadModel(saved);
@@ -290,7 +278,7 @@ TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
       continue;
     SCOPED_TRACE(t.name);
     Frozen f = frozenSample("firenet", /*inlined=*/false);
-    const c10::IValue before = run(f.graph, f.inputs);
+    const c10::IValue before = runGraph(f.graph, f.inputs);
     auto regions = convRegions(*f.graph, ranksOf(f));
     ASSERT_EQ(regions.size(), 1u);
     EXPECT_EQ(regions[0].convolutions, 7);
@@ -307,11 +295,11 @@ TEST(Regions, ConcatenationsKeepTheRegionsLayout) {
     }
     ASSERT_TRUE(e.applied) << e.message;
     f.graph->lint();
-    EXPECT_EQ(count(*f.graph, "aten::cat"), 2u);
+    EXPECT_EQ(countNodes(*f.graph, "aten::cat"), 2u);
     // The packed layouts pool with the runtime's max pooling (no indices); the others with ATen's.
     const bool packed = t.name == std::string("channels_last+packed");
     EXPECT_EQ(e.pools, packed ? 1 : 0);
-    EXPECT_EQ(count(*f.graph, "xalloc::max_pool2d"), packed ? 1u : 0u);
+    EXPECT_EQ(countNodes(*f.graph, "xalloc::max_pool2d"), packed ? 1u : 0u);
     const c10::IValue after = f.model.module.forward({f.inputs.begin() + 1, f.inputs.end()});
     EXPECT_LE(maxRelativeError(before, after), 1e-5);
     const std::string saved = xalloc::testing::tempPath("firenet.pt");
@@ -351,12 +339,12 @@ TEST(Regions, ExtractedRegionRunsAloneAsInTheModel) {
   ASSERT_EQ(x.outputs.size(), 1u);
   x.graph->lint();
   // The region's exit is the global pooling of the model's input: run it on that input.
-  const c10::IValue alone = run(x.graph, {f.inputs[1]});
+  const c10::IValue alone = runGraph(x.graph, {f.inputs[1]});
   EXPECT_EQ(alone.toTensor().sizes(), (std::vector<std::int64_t>{2, 16, 1, 1}));
   // And the same region rewritten in channels-last, alone, gives the same values.
   ExtractedRegion y = extractRegion(regions[0]);
   ASSERT_TRUE(applyRegionLayout(*y.graph, y.region, candidate(LayoutTarget::ChannelsLast)).applied);
-  EXPECT_LE(maxRelativeError(alone, run(y.graph, {f.inputs[1]})), 1e-5);
+  EXPECT_LE(maxRelativeError(alone, runGraph(y.graph, {f.inputs[1]})), 1e-5);
 }
 
 TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
@@ -366,10 +354,7 @@ TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
   ASSERT_EQ(regions.size(), 1u);
   GraphIndex index(*f.graph);
   formats::Schedule s;
-  formats::Decision d;
-  d.action = formats::Action::Sync;
-  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("channels_last"));
-  d.anchor = d.region->nodes.front();
+  const formats::Decision d = regionDecision(regions[0], index, "channels_last");
   s.decisions.push_back(d);
   EXPECT_TRUE(sameRegion(regions[0], index, *d.region));
 
@@ -385,7 +370,7 @@ TEST(Regions, DecisionsFindTheRegionByAnchorsAndAreIdempotent) {
   EXPECT_EQ(again.results[0].status, ApplyStatus::AlreadyApplied) << again.results[0].message;
   EXPECT_EQ(graphText(*f.graph), text);
   // channels_last runs ATen's ops alone: no runtime, no activation scope.
-  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 0u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::activations_enter"), 0u);
 
   // A region that is not there (another op list) is not found, and nothing changes.
   formats::Decision other = d;
@@ -403,23 +388,20 @@ TEST(Regions, PackedNeedsTheFastForm) {
   auto regions = convRegions(*f.graph, ranks);
   GraphIndex index(*f.graph);
   formats::Schedule s;
-  formats::Decision d;
-  d.action = formats::Action::Sync;
-  d.setRegion(regionRef(regions[0], index, 0), *formats::layoutTraits("channels_last+packed"));
-  s.decisions.push_back(d);
+  s.decisions.push_back(regionDecision(regions[0], index, "channels_last+packed"));
   auto r = applyRegionDecisions(*f.graph, s, ranks, true, /*fast_form=*/false);
   EXPECT_EQ(r.results[0].status, ApplyStatus::Skipped);
   EXPECT_NE(r.results[0].message.find("--form fast"), std::string::npos);
-  EXPECT_EQ(count(*f.graph, "xalloc::conv2d_packed"), 0u);
-  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 0u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::conv2d_packed"), 0u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::activations_enter"), 0u);
   if (!runtime::hasPackedConv())
     return;
   // In the fast form the graph runs the runtime's ops, and takes its activations from the
   // runtime's cache: one scope around the whole graph.
   auto fast = applyRegionDecisions(*f.graph, s, ranks, true, /*fast_form=*/true);
   ASSERT_EQ(fast.results[0].status, ApplyStatus::Applied) << fast.results[0].message;
-  EXPECT_EQ(count(*f.graph, "xalloc::activations_enter"), 1u);
-  EXPECT_EQ(count(*f.graph, "xalloc::activations_exit"), 1u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::activations_enter"), 1u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::activations_exit"), 1u);
   EXPECT_EQ(f.graph->return_node()->prev()->kind().toQualString(),
             std::string("xalloc::activations_exit"));
 }
@@ -481,5 +463,5 @@ graph(%self : Tensor, %x : Tensor, %w : Tensor):
   EXPECT_EQ(row_major, 1u) << graphText(*g); // the exit's, none at the entry
   const std::vector<c10::IValue> in{at::zeros({1}), at::randn({2, 8, 12, 12}),
                                     at::randn({16, 8, 3, 3})};
-  EXPECT_TRUE(at::equal(run(g, in).toTensor(), run(before, in).toTensor()));
+  EXPECT_TRUE(at::equal(runGraph(g, in).toTensor(), runGraph(before, in).toTensor()));
 }
