@@ -75,7 +75,9 @@ inline constexpr int kMeasureMethod = 4;
 // 15: freezing folds batch norms whose input's rank check read the convolution before them.
 // 16: a region entered by a feature list the fast form keeps channels-last (DenseNet's) has its
 // fast-form channels-last candidates timed with that entry channels-last.
-inline constexpr int kProfileAnalysis = 16;
+// 17: packed convolutions and linears run SiLU as their own pass, not oneDNN's post-op (faster:
+// timings of regions with SiLU changed).
+inline constexpr int kProfileAnalysis = 17;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

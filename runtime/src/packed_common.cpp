@@ -12,6 +12,7 @@
 
 #ifdef XALLOC_WITH_DNNL
 #include "packed_dnnl.h"
+#include "silu_pass.h"
 #endif
 
 namespace xalloc::runtime {
@@ -151,11 +152,20 @@ dnnl::post_ops postOps(PostOp p, bool residual) {
   return po;
 }
 
+PostOp kernelPostOp(PostOp p) {
+  return p == PostOp::Silu && hasSiluPass() ? PostOp::None : p;
+}
+
+void finishPostOp(PostOp p, at::Tensor& out) {
+  if (kernelPostOp(p) != p)
+    siluInPlace(out.data_ptr<float>(), out.numel());
+}
+
 // Every primitive is made for a scratchpad the caller passes (never the library's own, which
 // Debian's build shares between the threads that run one primitive).
 dnnl::primitive_attr userScratchpad(PostOp p, bool residual) {
   dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(p, residual));
+  attr.set_post_ops(postOps(kernelPostOp(p), residual));
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }

@@ -178,6 +178,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
       return referenceAdd(x_in, *r_in);
   }
   runPrepared(*p, x, out, bias);
+  finishPostOp(post, out);
   return out;
 }
 

@@ -32,7 +32,13 @@ dnnl::post_ops postOps(PostOp p, bool residual);
 inline bool eatsNaN(PostOp p) {
   return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
 }
-/// Attributes for a primitive run with a scratchpad the caller passes, and these post-ops.
+/// The activation oneDNN's kernel applies for `p`: `p`, but none for SiLU where this CPU runs
+/// the faster pass (silu_pass.h), which finishPostOp then applies.
+PostOp kernelPostOp(PostOp p);
+/// What kernelPostOp(p) left to do on the kernel's output.
+void finishPostOp(PostOp p, at::Tensor& out);
+/// Attributes for a primitive run with a scratchpad the caller passes, and the post-ops its
+/// kernel applies for `p` (kernelPostOp).
 dnnl::primitive_attr userScratchpad(PostOp p, bool residual = false);
 /// Runs `prim` with `args` and a scratchpad of the calling thread's, and waits.
 void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,

@@ -79,6 +79,7 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   sizes.back() = outs;
   at::Tensor out = at::empty(sizes, x.options());
   runPrepared(*p, x, out, bias);
+  finishPostOp(post, out);
   return out;
 }
 
