@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "channels_last.h"
 #include "finite_scan.h"
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
@@ -154,7 +155,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     return referenceAdd(x_in, *r_in);
   }
   checkConvInput(x_in, *this);
-  const at::Tensor x = x_in.contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor x = toChannelsLast(x_in);
   const std::vector<std::int64_t> out_sizes = convOutputSizes(x, *this);
   if (r_in) {
     // Only a residual the add would not broadcast or promote is fused; any other is ATen's.

@@ -153,6 +153,7 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
   if (runtime) {
     shuffleChannelsInPlace(graph);
     channelListsChannelsLast(graph);
+    packedConvsConvertEntries(graph);
     scopeActivations(graph);
   }
   return report;

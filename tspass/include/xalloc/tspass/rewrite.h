@@ -108,6 +108,12 @@ std::int64_t channelListsChannelsLast(torch::jit::Graph& graph);
 /// xprof times the fast form's channels-last candidates of a region it enters as it will come.
 bool concatenatesChannelsLastList(const torch::jit::Value* v);
 
+/// Each `aten::contiguous(x, memory_format=torch.channels_last)` whose one reader is a packed
+/// convolution's input removed: the convolution converts x itself, with the runtime's kernels
+/// (faster than ATen's copy on a cold input, such as the model's NCHW input). The region
+/// decisions run it after the fast form's regions. Returns how many.
+std::int64_t packedConvsConvertEntries(torch::jit::Graph& graph);
+
 /// Inserts `aten::contiguous(value)` right before `before` (lifted to the value's block so it
 /// dominates later uses) and returns the converted value. The node borrows `source`'s range and
 /// module scope, so a diff shows it beside the op it converts for.

@@ -1,0 +1,110 @@
+// NCHW -> NHWC with the runtime's kernels (channels_last.h).
+#include "channels_last.h"
+
+#include <cstdint>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <ATen/Parallel.h>
+
+#include "transpose.h"
+
+namespace xalloc::runtime {
+
+namespace {
+
+#if defined(__x86_64__)
+// out[3k + j] = plane j's element k, for k in [0, n). Each 16 pixels of the three planes are 48
+// outputs: three registers, each two planes' elements picked by one permute and the third's
+// blended in by another.
+__attribute__((target("avx512f"))) void interleave3(const float* p0, const float* p1,
+                                                    const float* p2, float* out, std::int64_t n) {
+  alignas(64) std::int32_t two[3][16];
+  alignas(64) std::int32_t third[3][16];
+  __mmask16 from_third[3] = {0, 0, 0};
+  for (int r = 0; r < 3; ++r)
+    for (int q = 0; q < 16; ++q) {
+      const int pos = 16 * r + q, plane = pos % 3, k = pos / 3;
+      two[r][q] = plane == 1 ? 16 + k : k; // plane 0 from the first source, 1 from the second
+      third[r][q] = k;
+      if (plane == 2)
+        from_third[r] = static_cast<__mmask16>(from_third[r] | (1u << q));
+    }
+  __m512i idx2[3], idx3[3];
+  for (int r = 0; r < 3; ++r) {
+    idx2[r] = _mm512_load_si512(two[r]);
+    idx3[r] = _mm512_load_si512(third[r]);
+  }
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = _mm512_loadu_ps(p0 + i), b = _mm512_loadu_ps(p1 + i),
+                 c = _mm512_loadu_ps(p2 + i);
+    float* o = out + 3 * i;
+    for (int r = 0; r < 3; ++r)
+      _mm512_storeu_ps(o + 16 * r, _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(a, idx2[r], b),
+                                                              from_third[r], idx3[r], c));
+  }
+  for (; i < n; ++i) {
+    out[3 * i] = p0[i];
+    out[3 * i + 1] = p1[i];
+    out[3 * i + 2] = p2[i];
+  }
+}
+
+bool hasAvx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+#endif
+
+} // namespace
+
+at::Tensor toChannelsLast(const at::Tensor& x) {
+  constexpr auto cl = at::MemoryFormat::ChannelsLast;
+  if (!x.defined() || x.dim() != 4 || x.is_contiguous(cl) || !x.is_contiguous() ||
+      x.scalar_type() != at::kFloat || x.layout() != at::kStrided || !x.device().is_cpu() ||
+      x.is_neg() || x.is_conj() || x.requires_grad() || x.numel() == 0)
+    return x.contiguous(cl);
+  const std::int64_t n = x.size(0), c = x.size(1), hw = x.size(2) * x.size(3);
+  if (c != 3 && c < 16)
+    return x.contiguous(cl);
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(cl));
+  const float* in = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  if (c == 3) {
+#if defined(__x86_64__)
+    if (hasAvx512()) {
+      // Tasks of whole images' stretches: [image, pixels) in chunks of 4096 pixels.
+      constexpr std::int64_t kChunk = 4096;
+      const std::int64_t chunks = (hw + kChunk - 1) / kChunk;
+      at::parallel_for(0, n * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+          const std::int64_t img = t / chunks, k0 = t % chunks * kChunk;
+          const std::int64_t len = std::min(kChunk, hw - k0);
+          const float* p = in + img * 3 * hw + k0;
+          interleave3(p, p + hw, p + 2 * hw, o + img * 3 * hw + 3 * k0, len);
+        }
+      });
+      return out;
+    }
+#endif
+    out.copy_(x);
+    return out;
+  }
+  // [n] batches of the [c, hw] matrix transposed: out[b][i][j] = in[b * c * hw + i + j * hw].
+  Transpose tr;
+  tr.rows = hw;
+  tr.cols = c;
+  tr.ld = hw;
+  if (n > 1) {
+    tr.batch_dims = 1;
+    tr.batch_sizes[0] = n;
+    tr.batch_strides[0] = c * hw;
+  }
+  transpose(in, o, sizeof(float), tr, /*parallel=*/true);
+  return out;
+}
+
+} // namespace xalloc::runtime
