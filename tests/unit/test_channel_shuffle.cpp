@@ -4,7 +4,6 @@
 // for bit the same, and the input's gradient too (ATen's channel_shuffle has none: the runtime's
 // op takes the idiom's ops then); the second unit's, read by a permute, stays.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
@@ -78,36 +77,4 @@ TEST(ChannelShuffle, TheRuntimesShuffleDifferentiatesAsTheIdiom) {
   EXPECT_THROW(
       op.typed<at::Tensor(const at::Tensor&, std::int64_t)>().call(at::randn({1, 7, 2, 2}), 3),
       std::exception);
-}
-
-TEST(ChannelShuffle, TwoGroupsOfChannelsLastFloatsAreATensBitForBit) {
-  // The runtime's own interleave of the halves: half counts below, at and past a register's
-  // 16 (the masked tail), ShuffleNetV2's 58, 116 and 232; NaN payloads and signed zeros kept.
-  auto op = c10::Dispatcher::singleton().findSchemaOrThrow("xalloc::channel_shuffle", "");
-  auto shuffle = [&](const at::Tensor& t, std::int64_t g) {
-    return op.typed<at::Tensor(const at::Tensor&, std::int64_t)>().call(t, g);
-  };
-  c10::NoGradGuard no_grad;
-  const int threads = at::get_num_threads();
-  for (int t : {1, 2}) {
-    at::set_num_threads(t);
-    for (std::int64_t c : {2, 4, 30, 32, 34, 62, 116, 232, 464})
-      for (std::int64_t n : {1, 3}) {
-        SCOPED_TRACE(::testing::Message() << c << " channels, batch " << n << ", " << t);
-        at::Tensor nhwc = at::randn({n, 7, 5, c});
-        nhwc.view(-1)[1] = NAN;
-        nhwc.view(-1)[2] = -0.f;
-        const at::Tensor x = nhwc.permute({0, 3, 1, 2}); // channels-last
-        const at::Tensor want = at::channel_shuffle(x, 2);
-        const at::Tensor got = shuffle(x, 2);
-        EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
-        EXPECT_TRUE(at::equal(got.view(at::kInt), want.view(at::kInt)));
-      }
-    // Other groups and layouts: ATen's op, as before.
-    const at::Tensor nchw = at::randn({2, 12, 3, 3});
-    EXPECT_TRUE(at::equal(shuffle(nchw, 2), at::channel_shuffle(nchw, 2)));
-    const at::Tensor three = at::randn({2, 12, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast);
-    EXPECT_TRUE(at::equal(shuffle(three, 3), at::channel_shuffle(three, 3)));
-  }
-  at::set_num_threads(threads);
 }

@@ -1,27 +1,18 @@
-// NCHW inputs made channels-last by the runtime's kernels (runtime/src/channels_last.h) and the
-// fast form's entries the packed convolutions convert themselves (tspass::
-// packedConvsConvertEntries): ATen's values bit for bit and its rules (the input itself when it
-// is channels-last already, ATen's own copy for what the kernels do not take), and on a sample
-// the model's input handed to its first packed convolution as it is.
+// The runtime's layout kernels, which move elements only and so must give ATen's result bit for
+// bit, under its rules; built under ASan+UBSan too (`make check-sanitize`):
+// - NCHW inputs made channels-last (runtime/src/channels_last.h), what a packed convolution does
+//   with an input that is not channels-last: the input itself when it is channels-last already,
+//   ATen's own copy for what the kernels do not take;
+// - xalloc::channel_shuffle's two groups of channels-last floats (runtime/src/channel_shuffle.cpp).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/ir/ir.h>
 
 #include "../../runtime/src/channels_last.h"
-#include "xalloc/runtime/packed.h"
-#include "xalloc/tspass/region_layouts.h"
-#include "xalloc/tspass/regions.h"
-#include "xalloc/tspass/rewrite.h"
-#include "xalloc/tspass/value_compare.h"
 
-#include "frozen_model.h"
-
-using namespace xalloc;
-using namespace xalloc::tspass;
 using xalloc::runtime::toChannelsLast;
-using xalloc::testing::countNodes;
-using xalloc::testing::runGraph;
 
 namespace {
 
@@ -80,32 +71,34 @@ TEST(ToChannelsLast, ATensRulesForWhatTheKernelsDoNotTake) {
   EXPECT_TRUE(at::equal(g.grad(), at::ones_like(g)));
 }
 
-TEST(PackedEntries, TheModelsInputGoesToItsFirstPackedConvolutionAsItIs) {
-  if (!runtime::hasPackedConv())
-    GTEST_SKIP() << "runtime built without oneDNN";
-  xalloc::testing::Frozen f = xalloc::testing::frozenSample("densenet");
-  formats::RegionCandidate packed;
-  packed.layout = formats::layoutTraits(formats::LayoutTarget::ChannelsLast, true);
-  for (LayoutRegion& r : findLayoutRegions(*f.graph, xalloc::testing::ranksOf(f)))
-    if (r.rank == 4) {
-      ASSERT_TRUE(applyRegionLayout(*f.graph, r, packed).applied);
-    }
-  const c10::IValue before = runGraph(f.graph, f.inputs);
-  const std::size_t conversions = countNodes(*f.graph, "aten::contiguous");
-  torch::jit::Value* input = f.graph->inputs().at(1);
-  auto readByPackedConv = [&] {
-    for (const auto& u : input->uses())
-      if (u.user->kind().toQualString() == std::string("xalloc::conv2d_packed"))
-        return true;
-    return false;
+TEST(ShuffleKernel, TwoGroupsOfChannelsLastFloatsAreATensBitForBit) {
+  // The runtime's own interleave of the halves: half counts below, at and past a register's
+  // 16 (the masked tail), ShuffleNetV2's 58, 116 and 232; NaN payloads and signed zeros kept.
+  auto op = c10::Dispatcher::singleton().findSchemaOrThrow("xalloc::channel_shuffle", "");
+  auto shuffle = [&](const at::Tensor& t, std::int64_t g) {
+    return op.typed<at::Tensor(const at::Tensor&, std::int64_t)>().call(t, g);
   };
-  ASSERT_FALSE(readByPackedConv()) << "the region's entry converts the input first";
-
-  const std::int64_t dropped = packedConvsConvertEntries(*f.graph);
-  EXPECT_GE(dropped, 1);
-  EXPECT_EQ(countNodes(*f.graph, "aten::contiguous"), conversions - dropped);
-  EXPECT_TRUE(readByPackedConv());
-  const c10::IValue after = runGraph(f.graph, f.inputs);
-  EXPECT_TRUE(bitwiseEqual({before}, {after}));
-  EXPECT_EQ(packedConvsConvertEntries(*f.graph), 0) << "nothing more";
+  c10::NoGradGuard no_grad;
+  const int threads = at::get_num_threads();
+  for (int t : {1, 2}) {
+    at::set_num_threads(t);
+    for (std::int64_t c : {2, 4, 30, 32, 34, 62, 116, 232, 464})
+      for (std::int64_t n : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << c << " channels, batch " << n << ", " << t);
+        at::Tensor nhwc = at::randn({n, 7, 5, c});
+        nhwc.view(-1)[1] = NAN;
+        nhwc.view(-1)[2] = -0.f;
+        const at::Tensor x = nhwc.permute({0, 3, 1, 2}); // channels-last
+        const at::Tensor want = at::channel_shuffle(x, 2);
+        const at::Tensor got = shuffle(x, 2);
+        EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+        EXPECT_TRUE(at::equal(got.view(at::kInt), want.view(at::kInt)));
+      }
+    // Other groups and layouts: ATen's op, as before.
+    const at::Tensor nchw = at::randn({2, 12, 3, 3});
+    EXPECT_TRUE(at::equal(shuffle(nchw, 2), at::channel_shuffle(nchw, 2)));
+    const at::Tensor three = at::randn({2, 12, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast);
+    EXPECT_TRUE(at::equal(shuffle(three, 3), at::channel_shuffle(three, 3)));
+  }
+  at::set_num_threads(threads);
 }
