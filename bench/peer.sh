@@ -11,7 +11,8 @@
 # (exported with torch.onnx.export; npm's onnxruntime-node, installed by scripts/install-ort.sh)
 # and ours, interleaved, with p50, p90 and each one's error; a contender beyond the tolerance is
 # marked WRONG. Then each contender alone in PROCESSES fresh Python processes (python_peers.py
-# --processes; each times at least RUNS calls and 2 s, on one core): the p50 of each process, how
+# --processes; alive together, timed in turns of 0.2 s until each has RUNS calls and 2 s, on one
+# core): the p50 of each process, how
 # far they spread, p90 and resident memory.
 #
 #   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 PROCESSES=5 make bench-peer

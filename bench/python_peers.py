@@ -53,7 +53,16 @@ def parse():
     p.add_argument("--min-seconds", type=float, default=2.0,
                    help="in a fresh process, time calls for at least this long (and at least "
                         "--rounds calls)")
+    # Turns (session 27): one after another, a slow phase of this shared machine fell inside one
+    # process's window and read as that process's spread (ConvNeXt-T 13.7%, every contender slow
+    # in that round); in turns of 0.2 s, five processes spread 1.0-1.6% where the original still
+    # shows glibc's bimodality (EfficientNet-B0: 14.3 ms in one process, 20.5 in the others).
+    p.add_argument("--turns", type=float, default=0.2, metavar="SECONDS",
+                   help="with --processes: keep each contender's processes alive together and "
+                        "time them in turns of this many seconds, so that every process samples "
+                        "the machine's slow and fast phases alike (0: one after another)")
     p.add_argument("--child", help=argparse.SUPPRESS)  # one contender, in a process of its own
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --turns' children
     p.add_argument("--child-output", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.shape:
@@ -213,6 +222,24 @@ def child():
                 return (time.perf_counter() - t0) * 1e3
         for _ in range(args.warmup):
             run()
+        if args.serve:
+            # --turns: time a turn when asked ({"time": s} -> {"ms": [...]}), until {"finish"}.
+            print(json.dumps({"ready": True}), flush=True)
+            for line in sys.stdin:
+                cmd = json.loads(line)
+                if "finish" in cmd:
+                    break
+                ms, start = [run()], time.perf_counter()
+                while time.perf_counter() - start < cmd["time"]:
+                    ms.append(run())
+                print(json.dumps({"ms": ms}), flush=True)
+            rss, peak = memory_mib(pid)
+            y = ort.output() if name == "onnxruntime" else m(x)
+            torch.save(leaves(y), args.child_output)
+            if name == "onnxruntime":
+                ort.close()
+            print(json.dumps({"rss_mib": rss, "peak_mib": peak}), flush=True)
+            return
         # At least --rounds calls and --min-seconds: 30 calls of a 2 ms model are 60 ms, where
         # one burst of another process on this machine moved a process's median by 20-30%.
         ts, start = [], time.perf_counter()
@@ -227,6 +254,60 @@ def child():
             ort.close()
     print(json.dumps({"p50": ts[len(ts) // 2], "p90": ts[min(len(ts) - 1, (9 * len(ts)) // 10)],
                       "calls": len(ts), "rss_mib": rss, "peak_mib": peak}))
+
+
+def in_turns(name, base, work):
+    """--turns: `name` in --processes fresh processes alive together, each timed in turns of
+    --turns seconds, the order rotating, until each has at least --rounds calls and
+    --min-seconds of timing. Returns each process's summary and its output file."""
+    procs, outs = [], []
+    try:
+        for k in range(args.processes):
+            outs.append(os.path.join(work, f"{name}.{k}.pt"))
+            err = open(os.path.join(work, f"{name}.{k}.err"), "w+")  # never a full pipe
+            procs.append(subprocess.Popen(base + ["--child", name, "--child-output", outs[-1],
+                                                  "--serve"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=err, text=True))
+            procs[-1].err = err
+
+        def reply(p):
+            line = p.stdout.readline()
+            if not line:
+                p.wait()
+                p.err.seek(0)
+                raise SystemExit(f"python_peers.py: error: {name} in a fresh process: "
+                                 f"{(p.err.read().strip().splitlines() or ['?'])[-1]}")
+            return json.loads(line)
+
+        def ask(p, cmd):
+            p.stdin.write(json.dumps(cmd) + "\n")
+            p.stdin.flush()
+            return reply(p)
+        for p in procs:
+            reply(p)  # loaded and warmed up
+        ts = [[] for _ in procs]
+        timed = [0.0] * len(procs)
+        turn = 0
+        while any(len(t) < args.rounds or s < args.min_seconds for t, s in zip(ts, timed)):
+            order = list(range(len(procs)))
+            order = order[turn % len(order):] + order[:turn % len(order)]
+            for k in order:
+                ms = ask(procs[k], {"time": args.turns})["ms"]
+                ts[k] += ms
+                timed[k] += sum(ms) / 1e3
+            turn += 1
+        runs = []
+        for p, t in zip(procs, ts):
+            mem = ask(p, {"finish": True})
+            t.sort()
+            runs.append({"p50": t[len(t) // 2], "p90": t[min(len(t) - 1, (9 * len(t)) // 10)],
+                         "calls": len(t), **mem})
+        return runs, outs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
 
 
 def processes():
@@ -244,7 +325,9 @@ def processes():
     errors = {}
     with tempfile.TemporaryDirectory() as work:
         outputs = {}
-        for k in range(args.processes):
+        for n in names if args.turns > 0 else []:
+            runs[n], outputs[n] = in_turns(n, base, work)
+        for k in range(args.processes if args.turns <= 0 else 0):
             order = names[k % len(names):] + names[:k % len(names)]
             for n in order:
                 out = os.path.join(work, f"{n}.{k}.pt")
@@ -275,7 +358,9 @@ def processes():
                      "wrong": not errors[n] <= 1e-4})
     model = os.path.basename(args.original).removesuffix(".pt")
     print(f"{model}: {args.processes} fresh processes per contender, at least {args.rounds} calls "
-          f"and {args.min_seconds:g} s each, {args.threads} thread(s), in Python{where}")
+          f"and {args.min_seconds:g} s each" +
+          (f", alive together and timed in turns of {args.turns:g} s" if args.turns > 0 else "") +
+          f", {args.threads} thread(s), in Python{where}")
     print(f"  {'contender':<12} {'p50 ms':>8} {'p50 range':>15} {'spread':>7} {'p90 ms':>8} "
           f"{'RSS MiB':>8} {'peak':>7} {'vs original':>11} {'max error':>10}")
     for r in rows:
@@ -287,7 +372,8 @@ def processes():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.original, "threads": args.threads, "rounds": args.rounds,
-                       "min_seconds": args.min_seconds, "pinned_cpu": pinned,
+                       "min_seconds": args.min_seconds, "turns": args.turns,
+                       "pinned_cpu": pinned,
                        "processes": args.processes, "contenders": rows, "runs": runs}, f,
                       indent=1, sort_keys=True)
 
