@@ -1,6 +1,7 @@
 // A sample model of the build frozen as xrewrite --freeze and xprof's regions freeze it, with
 // its graph and its stored example inputs, and what the region tests do with it: run a graph,
-// count its ops, decide a region into a layout.
+// count its ops, decide a region into a layout, pack its convolution regions as the fast form
+// does.
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include <ATen/core/ivalue.h>
+#include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -18,6 +20,7 @@
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/model_io.h"
+#include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 
 namespace xalloc::testing {
@@ -58,6 +61,19 @@ inline c10::IValue runGraph(const std::shared_ptr<torch::jit::Graph>& g,
   torch::jit::Stack s(in.begin(), in.end());
   fn.run(s);
   return s.back();
+}
+
+/// samples/<name>.pt frozen with each 4-D (convolution) region packed channels-last, as the fast
+/// form writes it; a region the layout does not apply to fails the calling test.
+inline Frozen packedSample(const std::string& name) {
+  Frozen f = frozenSample(name);
+  formats::RegionCandidate packed;
+  packed.layout = formats::layoutTraits(formats::LayoutTarget::ChannelsLast, true);
+  for (tspass::LayoutRegion& r : tspass::findLayoutRegions(*f.graph, ranksOf(f)))
+    if (r.rank == 4) {
+      EXPECT_TRUE(tspass::applyRegionLayout(*f.graph, r, packed).applied);
+    }
+  return f;
 }
 
 /// How many of the graph's top-level ops are `kind`.

@@ -40,24 +40,12 @@ std::size_t exitsIntoLists(const torch::jit::Graph& g) {
   return n;
 }
 
-// The sample with each convolution region packed channels-last, as the fast form writes it.
-xalloc::testing::Frozen packedDenseNet() {
-  xalloc::testing::Frozen f = xalloc::testing::frozenSample("densenet");
-  formats::RegionCandidate packed;
-  packed.layout = formats::layoutTraits(formats::LayoutTarget::ChannelsLast, true);
-  for (LayoutRegion& r : findLayoutRegions(*f.graph, xalloc::testing::ranksOf(f)))
-    if (r.rank == 4) {
-      EXPECT_TRUE(applyRegionLayout(*f.graph, r, packed).applied);
-    }
-  return f;
-}
-
 } // namespace
 
 TEST(ChannelLists, DenseBlocksListsStayChannelsLast) {
   if (!runtime::hasPackedConv())
     GTEST_SKIP() << "runtime built without oneDNN";
-  xalloc::testing::Frozen f = packedDenseNet();
+  xalloc::testing::Frozen f = xalloc::testing::packedSample("densenet");
   const c10::IValue before = runGraph(f.graph, f.inputs);
   ASSERT_GT(exitsIntoLists(*f.graph), 0u) << "the regions convert their outputs for the lists";
   EXPECT_EQ(channelListsChannelsLast(*f.graph), 2) << "both dense blocks";
@@ -72,7 +60,7 @@ TEST(ChannelLists, DenseBlocksListsStayChannelsLast) {
 TEST(ChannelLists, AListWhoseConcatenationIsViewedStays) {
   if (!runtime::hasPackedConv())
     GTEST_SKIP() << "runtime built without oneDNN";
-  xalloc::testing::Frozen f = packedDenseNet();
+  xalloc::testing::Frozen f = xalloc::testing::packedSample("densenet");
   // A view of the first concatenation: its result would differ for a channels-last input.
   torch::jit::Node* cat = nullptr;
   for (torch::jit::Node* n : f.graph->nodes())
