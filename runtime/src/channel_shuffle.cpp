@@ -21,6 +21,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include "cpu_features.h"
 #include "packed_checks.h"
 
 namespace xalloc::runtime {
@@ -59,18 +60,13 @@ __attribute__((target("avx512f"))) void interleaveHalves(const float* in, float*
     }
   }
 }
-
-bool hasAvx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
 #endif
 
 // Two groups of a dense channels-last float tensor, or an undefined tensor when the runtime's
 // kernel does not take it.
 at::Tensor shuffleTwoGroups(const at::Tensor& x) {
 #if defined(__x86_64__)
-  if (!hasAvx512() || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
+  if (!hasAvx512f() || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
       !x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
       x.suggest_memory_format() != at::MemoryFormat::ChannelsLast || x.is_neg() || x.numel() == 0)
     return {};

@@ -9,6 +9,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "cpu_features.h"
 #include "transpose.h"
 
 namespace xalloc::runtime {
@@ -52,11 +53,6 @@ __attribute__((target("avx512f"))) void interleave3(const float* p0, const float
     out[3 * i + 2] = p2[i];
   }
 }
-
-bool hasAvx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
 #endif
 
 } // namespace
@@ -75,7 +71,7 @@ at::Tensor toChannelsLast(const at::Tensor& x) {
   float* o = out.data_ptr<float>();
   if (c == 3) {
 #if defined(__x86_64__)
-    if (hasAvx512()) {
+    if (hasAvx512f()) {
       // Tasks of whole images' stretches: [image, pixels) in chunks of 4096 pixels.
       constexpr std::int64_t kChunk = 4096;
       const std::int64_t chunks = (hw + kChunk - 1) / kChunk;
@@ -93,17 +89,12 @@ at::Tensor toChannelsLast(const at::Tensor& x) {
     out.copy_(x);
     return out;
   }
-  // [n] batches of the [c, hw] matrix transposed: out[b][i][j] = in[b * c * hw + i + j * hw].
-  Transpose tr;
-  tr.rows = hw;
-  tr.cols = c;
-  tr.ld = hw;
-  if (n > 1) {
-    tr.batch_dims = 1;
-    tr.batch_sizes[0] = n;
-    tr.batch_strides[0] = c * hw;
-  }
-  transpose(in, o, sizeof(float), tr, /*parallel=*/true);
+  // The NHWC view of x as batches of the [c, hw] matrix transposed.
+  const at::Tensor nhwc = x.permute({0, 2, 3, 1});
+  const auto tr = asBatchedTranspose(nhwc.sizes().data(), nhwc.strides().data(), nhwc.dim());
+  if (!tr)
+    return x.contiguous(cl);
+  transpose(in, o, sizeof(float), *tr, /*parallel=*/true);
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include "cpu_features.h"
 #include "packed_checks.h"
 
 namespace xalloc::runtime {
@@ -223,11 +224,7 @@ at::Tensor maxPool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRe
   // Rows of output pixels; a task of at least 32 KiB of input read.
   const std::int64_t grain =
       std::max<std::int64_t>(1, (32 << 10) / std::max<std::int64_t>(1, p->ow * c * 4 * p->kh));
-#if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-#else
-  constexpr bool avx512 = false;
-#endif
+  const bool avx512 = hasAvx512f();
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
 #if defined(__x86_64__)
     if (avx512)

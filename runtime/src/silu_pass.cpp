@@ -1,6 +1,8 @@
 // SiLU in place in one AVX-512 pass (silu_pass.h).
 #include "silu_pass.h"
 
+#include "cpu_features.h"
+
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
@@ -55,11 +57,6 @@ __attribute__((target("avx512f"))) void siluRange(float* p, std::int64_t n) {
 
 } // namespace
 
-bool hasSiluPass() {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512;
-}
-
 void siluInPlace(float* p, std::int64_t n) {
   TORCH_INTERNAL_ASSERT(hasSiluPass(), "xalloc: the SiLU pass needs AVX-512F");
   constexpr std::int64_t kGrain = 1 << 15; // floats a task: 128 KiB
@@ -70,14 +67,14 @@ void siluInPlace(float* p, std::int64_t n) {
 
 #else
 
-bool hasSiluPass() {
-  return false;
-}
-
 void siluInPlace(float*, std::int64_t) {
   TORCH_INTERNAL_ASSERT(false, "xalloc: the SiLU pass needs AVX-512F");
 }
 
 #endif
+
+bool hasSiluPass() {
+  return hasAvx512f();
+}
 
 } // namespace xalloc::runtime
