@@ -74,11 +74,8 @@ bool readsAnyLayout(const Value* v, int depth) {
 // A value the fast form's ops hand on channels-last, or a conversion to it.
 bool madeChannelsLast(const Value* v) {
   const Node* n = v->node();
-  if (hasKind(n, "aten::contiguous") && n->inputs().size() == 2) {
-    auto mf = torch::jit::toIValue(n->input(1));
-    return mf && mf->isInt() &&
-           mf->toInt() == static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast);
-  }
+  if (hasKind(n, "aten::contiguous") && n->inputs().size() == 2)
+    return isChannelsLastContiguousCall(n);
   return hasKind(n, "xalloc::conv2d_packed") || hasKind(n, "xalloc::conv2d_packed_add") ||
          hasKind(n, "xalloc::max_pool2d");
 }

@@ -16,11 +16,7 @@ using torch::jit::Node;
 std::int64_t packedConvsConvertEntries(torch::jit::Graph& graph) {
   std::vector<Node*> drop;
   for (Node* n : allNodes(graph)) {
-    if (!hasKind(n, "aten::contiguous") || n->inputs().size() != 2)
-      continue;
-    auto mf = torch::jit::toIValue(n->input(1));
-    if (!mf || !mf->isInt() ||
-        mf->toInt() != static_cast<std::int64_t>(c10::MemoryFormat::ChannelsLast))
+    if (!isChannelsLastContiguousCall(n))
       continue;
     // One reader, the convolution's input: two readers would each convert.
     const auto& uses = n->output()->uses();

@@ -58,6 +58,14 @@ bool isRowMajorContiguousCall(const Node* n) {
   return fmt->isInt() && fmt->toInt() == static_cast<int64_t>(c10::MemoryFormat::Contiguous);
 }
 
+bool isChannelsLastContiguousCall(const Node* n) {
+  if (n->kind() != c10::aten::contiguous || n->inputs().size() != 2)
+    return false;
+  auto fmt = torch::jit::toIValue(n->input(1));
+  return fmt && fmt->isInt() &&
+         fmt->toInt() == static_cast<int64_t>(c10::MemoryFormat::ChannelsLast);
+}
+
 namespace {
 
 // Lifts `n` to the block that defines `v`, so a node inserted before the result dominates `n`.

@@ -122,5 +122,8 @@ torch::jit::Value* insertContiguous(torch::jit::Value* value, torch::jit::Node* 
 
 /// True when `n` is `aten::contiguous(x)` with the default (row-major) memory format.
 bool isRowMajorContiguousCall(const torch::jit::Node* n);
+/// True when `n` is `aten::contiguous(x, memory_format=torch.channels_last)`, the format a
+/// constant.
+bool isChannelsLastContiguousCall(const torch::jit::Node* n);
 
 } // namespace xalloc::tspass
