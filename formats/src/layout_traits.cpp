@@ -18,7 +18,7 @@ const std::vector<LayoutTraits>& regionLayoutTraits() {
       {"channels_last+packed", LayoutTarget::ChannelsLast, true, {4}, true, true},
       {"channels_last+packed+add", LayoutTarget::ChannelsLast, true, {4}, true, true},
       {"channels_last_3d", LayoutTarget::ChannelsLast3d, false, {5}, false, false},
-      {"blocked", LayoutTarget::Blocked, false, {4}, true, false},
+      {"blocked", LayoutTarget::Blocked, false, {4, 5}, true, false},
   };
   return rows;
 }

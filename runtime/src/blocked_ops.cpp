@@ -74,22 +74,29 @@ MkldnnBuffer mkldnnBuffer(const at::Tensor& t, const char* op) {
               op,
               ": cannot read this MKLDNN tensor's buffer (this libtorch lays MKLDNN tensors "
               "out otherwise than the runtime was built for)");
-  MkldnnBuffer b{static_cast<float*>(m.get_data_handle()),
-                 static_cast<std::int64_t>(bytes / sizeof(float))};
+  MkldnnBuffer b;
+  b.data = static_cast<float*>(m.get_data_handle());
+  b.elements = static_cast<std::int64_t>(bytes / sizeof(float));
   // Padded channels: where the lanes past the logical channels of the last block are, for a
-  // 4-D layout blocked once on the channels (nChw8c, nChw16c); -1 when padded otherwise.
+  // 4-D or 5-D layout blocked once on the channels (nChw8c, nChw16c, nCdhw16c); -1 when padded
+  // otherwise.
   const dnnl_memory_desc_t& raw = d.data;
-  if (raw.ndims == 4 && raw.padded_dims[1] > raw.dims[1]) {
+  if ((raw.ndims == 4 || raw.ndims == 5) && raw.padded_dims[1] > raw.dims[1]) {
     b.pad_offset = -1;
     const auto& blk = raw.format_desc.blocking;
+    bool others_unpadded = true;
+    for (int i = 0; i < raw.ndims; ++i)
+      others_unpadded = others_unpadded && (i == 1 || raw.padded_dims[i] == raw.dims[i]);
     if (raw.format_kind == dnnl_blocked && blk.inner_nblks == 1 && blk.inner_idxs[0] == 1 &&
-        raw.padded_dims[0] == raw.dims[0] && raw.padded_dims[2] == raw.dims[2] &&
-        raw.padded_dims[3] == raw.dims[3]) {
+        others_unpadded) {
       const std::int64_t block = blk.inner_blks[0], c = raw.dims[1];
       b.pad_lanes = raw.padded_dims[1] - c;
       if (c % block + b.pad_lanes == block) { // the padding is the last block's tail
-        b.pad_sizes = {raw.dims[0], raw.dims[2], raw.dims[3]};
-        b.pad_strides = {blk.strides[0], blk.strides[2], blk.strides[3]};
+        for (int i = 0; i < raw.ndims; ++i)
+          if (i != 1) {
+            b.pad_sizes.push_back(raw.dims[i]);
+            b.pad_strides.push_back(blk.strides[i]);
+          }
         b.pad_offset = raw.offset0 + (c / block) * blk.strides[1] + c % block;
       }
     } else {
@@ -131,9 +138,10 @@ at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero)
     TORCH_CHECK(
         b.pad_offset >= 0, op,
         ": a blocked layout whose padded lanes the runtime cannot find, to zero them again");
-    raw.as_strided({b.pad_sizes[0], b.pad_sizes[1], b.pad_sizes[2], b.pad_lanes},
-                   {b.pad_strides[0], b.pad_strides[1], b.pad_strides[2], 1}, b.pad_offset)
-        .zero_();
+    std::vector<std::int64_t> sizes = b.pad_sizes, strides = b.pad_strides;
+    sizes.push_back(b.pad_lanes);
+    strides.push_back(1);
+    raw.as_strided(sizes, strides, b.pad_offset).zero_();
   }
   return self;
 }

@@ -40,12 +40,13 @@ void checkInput(const at::Tensor& x, const char* op) {
 }
 
 void checkConvParams(const char* who, at::IntArrayRef stride, at::IntArrayRef padding,
-                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs) {
-  TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, who,
-              ": stride, padding and dilation take two numbers each, got ", stride.size(), ", ",
-              padding.size(), " and ", dilation.size());
+                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs,
+                     std::size_t dims) {
+  TORCH_CHECK(stride.size() == dims && padding.size() == dims && dilation.size() == dims, who,
+              ": stride, padding and dilation take ", dims, " numbers each, got ", stride.size(),
+              ", ", padding.size(), " and ", dilation.size());
   constexpr std::int64_t kMaxParam = std::int64_t{1} << 31;
-  for (int d = 0; d < 2; ++d) {
+  for (std::size_t d = 0; d < dims; ++d) {
     TORCH_CHECK(stride[d] >= 1 && stride[d] < kMaxParam, who,
                 ": non-positive stride is not supported (stride ", stride, ")");
     TORCH_CHECK(padding[d] >= 0 && padding[d] < kMaxParam, who,

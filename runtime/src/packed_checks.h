@@ -24,10 +24,11 @@ void checkOnCpu(const at::Tensor& t, const char* who, const char* what);
 /// An op input: defined, a strided CPU tensor of float32 (ATen's kind of message otherwise).
 void checkInput(const at::Tensor& x, const char* op);
 
-/// A conv's stride, padding and dilation (two numbers each: >= 1, >= 0, >= 1, below 2^31) and
-/// groups (>= 1, dividing `outputs`), in ATen's words.
+/// A conv's stride, padding and dilation (`dims` numbers each, two for a 2-D convolution: >= 1,
+/// >= 0, >= 1, below 2^31) and groups (>= 1, dividing `outputs`), in ATen's words.
 void checkConvParams(const char* who, at::IntArrayRef stride, at::IntArrayRef padding,
-                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs);
+                     at::IntArrayRef dilation, std::int64_t groups, std::int64_t outputs,
+                     std::size_t dims = 2);
 
 /// The bias of a packed op checked (a stored float32 tensor, one value per output) and the
 /// post-op parsed; the weight and the bias made contiguous. Returns the post-op.

@@ -19,21 +19,30 @@ MkldnnConstant::MkldnnConstant(at::Tensor dense_in, std::vector<std::int64_t> co
   TORCH_CHECK(dense.dim() > 0 && dense.numel() > 0, who,
               ": needs a non-empty tensor with at least one dimension, got sizes ", dense.sizes());
   if (!conv.empty()) {
-    TORCH_CHECK(conv.size() == 7 && dense.dim() == 4, who,
-                ": a 2-D convolution's weight takes [padding, stride, dilation, groups] (7 "
-                "numbers) and 4 dimensions, got ",
+    // [padding.., stride.., dilation.., groups]: 7 numbers for a 2-D convolution's 4-D weight,
+    // 10 for a 3-D one's 5-D weight.
+    const std::size_t dims = (conv.size() - 1) / 3;
+    TORCH_CHECK((conv.size() == 7 || conv.size() == 10) &&
+                    dense.dim() == static_cast<std::int64_t>(dims) + 2,
+                who,
+                ": a convolution's weight takes [padding, stride, dilation, groups] (7 numbers "
+                "and 4 dimensions for a 2-D convolution, 10 and 5 for a 3-D one), got ",
                 conv.size(), " numbers and sizes ", dense.sizes());
     const at::IntArrayRef spec(conv);
-    detail::checkConvParams(who, spec.slice(2, 2), spec.slice(0, 2), spec.slice(4, 2), conv[6],
-                            dense.size(0));
+    detail::checkConvParams(who, spec.slice(dims, dims), spec.slice(0, dims),
+                            spec.slice(2 * dims, dims), conv[3 * dims], dense.size(0), dims);
   }
   dense = dense.contiguous();
   if (!dense.device().is_cpu())
     return; // refused when used (get)
   mkldnn = dense.to_mkldnn();
-  if (!conv.empty())
+  if (conv.size() == 7)
     mkldnn = at::mkldnn_reorder_conv2d_weight(mkldnn, {conv[0], conv[1]}, {conv[2], conv[3]},
                                               {conv[4], conv[5]}, conv[6]);
+  else if (conv.size() == 10)
+    mkldnn = at::mkldnn_reorder_conv3d_weight(mkldnn, {conv[0], conv[1], conv[2]},
+                                              {conv[3], conv[4], conv[5]},
+                                              {conv[6], conv[7], conv[8]}, conv[9]);
 }
 
 const at::Tensor& MkldnnConstant::get() const {

@@ -445,37 +445,46 @@ graph(%d : Tensor):
 // ATen's, in place and not, and leave the padded lanes zero.
 TEST(PackedOps, BlockedActivationsOnPaddedChannelsAreATens) {
   ASSERT_TRUE(hasPackedConv()); // the runtime's ops are registered (linked in, or loaded)
-  for (std::int64_t channels : {120, 20, 32}) {
-    at::Tensor x = at::randn({2, 8, 9, 9});
-    at::Tensor w = at::randn({channels, 8, 3, 3}).mul(0.3);
-    const at::Tensor dense = at::conv2d(x, w, {}, 1, 1);
-    const at::Tensor blocked =
-        at::mkldnn_convolution(x.to_mkldnn(), w.to_mkldnn(), {}, {1, 1}, {1, 1}, {1, 1}, 1);
-    for (const std::string op : {"hardswish", "hardsigmoid", "relu6", "relu"}) {
-      for (const bool in_place : {false, true}) {
-        const std::string name = "xalloc::blocked_" + op + (in_place ? "_" : "");
-        const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
-        at::Tensor input = blocked.clone();
-        torch::jit::Stack stack{input};
-        handle.callBoxed(stack);
-        const at::Tensor got = stack.back().toTensor();
-        const at::Tensor ref = op == "hardswish"     ? at::hardswish(dense)
-                               : op == "hardsigmoid" ? at::hardsigmoid(dense)
-                               : op == "relu6"       ? at::hardtanh(dense, 0, 6)
-                                                     : at::relu(dense);
-        EXPECT_LT((got.to_dense() - ref).abs().max().item<double>(), 1e-5)
-            << name << " on " << channels << " channels";
-        const auto b = xalloc::runtime::detail::mkldnnBuffer(got, "test");
-        if (b.pad_lanes > 0) {
-          ASSERT_GE(b.pad_offset, 0) << channels;
-          at::Tensor pad =
-              at::from_blob(b.data, {b.elements}, at::kFloat)
-                  .as_strided({b.pad_sizes[0], b.pad_sizes[1], b.pad_sizes[2], b.pad_lanes},
-                              {b.pad_strides[0], b.pad_strides[1], b.pad_strides[2], 1},
-                              b.pad_offset);
-          EXPECT_EQ(pad.abs().max().item<double>(), 0.0) << name << ": padded lanes not zero";
+  // 4-D (nChw16c) and 5-D (a video model's nCdhw16c) outputs of oneDNN's convolution.
+  for (const int rank : {4, 5})
+    for (std::int64_t channels : {120, 20, 32}) {
+      std::vector<std::int64_t> xs{2, 8, 9, 9}, ws{channels, 8, 3, 3};
+      if (rank == 5) {
+        xs.insert(xs.begin() + 2, 3);
+        ws.push_back(3);
+      }
+      const std::vector<std::int64_t> ones(rank - 2, 1);
+      at::Tensor x = at::randn(xs);
+      at::Tensor w = at::randn(ws).mul(0.3);
+      const at::Tensor dense = rank == 4 ? at::conv2d(x, w, {}, 1, 1) : at::conv3d(x, w, {}, 1, 1);
+      const at::Tensor blocked =
+          at::mkldnn_convolution(x.to_mkldnn(), w.to_mkldnn(), {}, ones, ones, ones, 1);
+      for (const std::string op : {"hardswish", "hardsigmoid", "relu6", "relu"}) {
+        for (const bool in_place : {false, true}) {
+          const std::string name = "xalloc::blocked_" + op + (in_place ? "_" : "");
+          const auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), "");
+          at::Tensor input = blocked.clone();
+          torch::jit::Stack stack{input};
+          handle.callBoxed(stack);
+          const at::Tensor got = stack.back().toTensor();
+          const at::Tensor ref = op == "hardswish"     ? at::hardswish(dense)
+                                 : op == "hardsigmoid" ? at::hardsigmoid(dense)
+                                 : op == "relu6"       ? at::hardtanh(dense, 0, 6)
+                                                       : at::relu(dense);
+          EXPECT_LT((got.to_dense() - ref).abs().max().item<double>(), 1e-5)
+              << name << " on " << channels << " channels, " << rank << "-D";
+          const auto b = xalloc::runtime::detail::mkldnnBuffer(got, "test");
+          if (b.pad_lanes > 0) {
+            ASSERT_GE(b.pad_offset, 0) << channels;
+            ASSERT_EQ(b.pad_sizes.size(), static_cast<std::size_t>(rank - 1));
+            std::vector<std::int64_t> sizes = b.pad_sizes, strides = b.pad_strides;
+            sizes.push_back(b.pad_lanes);
+            strides.push_back(1);
+            at::Tensor pad = at::from_blob(b.data, {b.elements}, at::kFloat)
+                                 .as_strided(sizes, strides, b.pad_offset);
+            EXPECT_EQ(pad.abs().max().item<double>(), 0.0) << name << ": padded lanes not zero";
+          }
         }
       }
     }
-  }
 }

@@ -1,5 +1,5 @@
-// Blocked (oneDNN's nChw8c/16c, MKLDNN tensors): the ops libtorch 1.13 computes on MKLDNN
-// tensors swapped for their MKLDNN forms, as its frozen-ops-to-MKLDNN pass does, convolution
+// Blocked (oneDNN's nChw8c/16c and nCdhw16c, MKLDNN tensors): the ops libtorch 1.13 computes on
+// MKLDNN tensors swapped for their MKLDNN forms, as its frozen-ops-to-MKLDNN pass does, convolution
 // weights blocked once as constants that survive saving (xalloc::mkldnn_constant), the other ops
 // of the region reading dense copies. Entries go through xalloc::to_blocked, which refuses an
 // input that wants gradients.
@@ -40,6 +40,8 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
     const LayoutFamily f = layoutFamily(p).family;
     if (k == "aten::adaptive_avg_pool2d" || k == "aten::mean") {
       out = true;
+    } else if (k.rfind("aten::upsample_", 0) == 0) { // brought back to full size
+      out = false;
     } else if (f == LayoutFamily::Binary) { // as large as its largest operand
       out = true;
       for (std::size_t i : activationInputs(p, f))
@@ -126,7 +128,7 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
     if (!mk.count(n))
       continue;
     const std::string k = n->kind().toQualString();
-    if (k == "aten::conv2d") {
+    if (k == "aten::conv2d" || k == "aten::conv3d") { // nChw16c, nCdhw16c alike
       auto p = convParams(n);
       std::vector<std::int64_t> spec = p->padding;
       spec.insert(spec.end(), p->stride.begin(), p->stride.end());

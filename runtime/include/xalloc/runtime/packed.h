@@ -212,10 +212,12 @@ private:
 
 /// A constant of a blocked (oneDNN) region: the dense tensor as saved, and the MKLDNN tensor
 /// made from it once at construction (for a convolution's weight, reordered as
-/// `mkldnn_reorder_conv2d_weight` does, exactly what torch's frozen-ops-to-MKLDNN pass does).
+/// `mkldnn_reorder_conv2d_weight` / `mkldnn_reorder_conv3d_weight` do, exactly what torch's
+/// frozen-ops-to-MKLDNN pass does).
 struct MkldnnConstant : torch::CustomClassHolder {
   /// `conv` empty: a plain to_mkldnn (a bias, a linear's weight); else [padding.., stride..,
-  /// dilation.., groups] of the convolution whose weight this is (2-D: 7 numbers), each checked
+  /// dilation.., groups] of the convolution whose weight this is (2-D: 7 numbers, 3-D: 10), each
+  /// checked
   /// (padding >= 0, stride, dilation and groups >= 1, groups dividing the outputs). A tensor not
   /// on the CPU is kept as it is and refused when the constant is used.
   MkldnnConstant(at::Tensor dense, std::vector<std::int64_t> conv);
