@@ -70,7 +70,7 @@ const std::vector<OpFacts>& rows() {
       view("aten::chunk"),
       // convolutions
       family("aten::conv2d", F::Conv, true),
-      family("aten::conv3d", F::Conv, false),
+      family("aten::conv3d", F::Conv, true),
       // activations (and dropout in eval mode, the identity). The runtime's blocked forms:
       // libtorch's MKLDNN relu drops NaN, and its out-of-place MKLDNN hardswish, hardsigmoid
       // and relu6 are wrong when the channels are not a multiple of the block.
@@ -102,6 +102,12 @@ const std::vector<OpFacts>& rows() {
       family("aten::max_pool3d", F::Pool, false),
       family("aten::avg_pool3d", F::Pool, false),
       family("aten::adaptive_avg_pool3d", F::Pool, false),
+      // resizing (a segmenter's head, ASPP's pooled branch brought back to size): input 0 sets
+      // the layout of the output, as pooling's does
+      family("aten::upsample_bilinear2d", F::Pool, false),
+      family("aten::upsample_nearest2d", F::Pool, false),
+      family("aten::upsample_trilinear3d", F::Pool, false),
+      family("aten::upsample_nearest3d", F::Pool, false),
       // concatenation (of a list built for it alone: tspass/layout_families.cpp); each input
       // keeps its layout in the output, so a region runs through it (SqueezeNet's Fire
       // modules, DenseNet's blocks)

@@ -145,10 +145,20 @@ TEST(Regions, FrozenLinearIsARegionOfItsOwnAndPacks) {
   EXPECT_LE(maxRelativeError(before, runGraph(f.graph, f.inputs)), 1e-5);
 }
 
-TEST(Regions, InputOfUnknownRankStartsNoRegion) {
+// An input of unknown rank: the frozen convolutions' 4-D weights say the rank (a detector's
+// image batched from a list reads so), and the regions are those of a known 4-D input.
+TEST(Regions, InputOfUnknownRankTakesTheWeightsRank) {
   Frozen f = frozenTinyCnn();
-  EXPECT_TRUE(convRegions(*f.graph, {std::nullopt}).empty());
-  EXPECT_TRUE(convRegions(*f.graph, {}).empty());
+  const auto known = convRegions(*f.graph, ranksOf(f));
+  for (const std::vector<std::optional<int>>& ranks :
+       {std::vector<std::optional<int>>{std::nullopt}, std::vector<std::optional<int>>{}}) {
+    const auto found = convRegions(*f.graph, ranks);
+    ASSERT_EQ(found.size(), known.size());
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      EXPECT_EQ(found[i].nodes, known[i].nodes);
+      EXPECT_EQ(found[i].rank, 4);
+    }
+  }
 }
 
 TEST(Regions, InPlaceWriteOfAnOutsideValueStaysOut) {

@@ -74,8 +74,17 @@ private:
       std::optional<int> r;
       for (std::size_t i : activationInputs(n, f.family)) {
         auto ri = of(n->input(i));
-        if (!ri)
-          return;
+        if (!ri) {
+          // A convolution whose input's rank is not known here (a detector's backbone reads an
+          // image batched from a list, padded in place): batched, as its constant weight says
+          // (conv2d's weight is 4-D, conv3d's 5-D). The profile checks it on the values the
+          // region really gets; a 3-D (unbatched) input leaves the region out there.
+          if (f.family == LayoutFamily::Conv)
+            if (auto w = torch::jit::toIValue(n->input(1)); w && w->isTensor())
+              ri = static_cast<int>(w->toTensor().dim());
+          if (!ri)
+            return;
+        }
         r = std::max(r.value_or(0), *ri);
       }
       set(n->output(), r);
@@ -192,9 +201,13 @@ bool convex(const LayoutRegion& r) {
   // Walk forward from the region through nodes outside it; reaching it again is a cycle.
   std::vector<Node*> work;
   std::unordered_set<const Node*> seen;
+  // A path through a metadata read (aten::size: a segmenter resizing to its input's size) is
+  // no data path: the size is the same in every layout, and the region still runs as a whole.
   auto pushUsers = [&](const Node* n) {
     for (const Value* o : n->outputs())
       for (const auto& u : o->uses()) {
+        if (readsMetadataOnly(u.user))
+          continue;
         Node* t = topLevel(u.user, top);
         if (t && seen.insert(t).second)
           work.push_back(t);
@@ -445,6 +458,34 @@ ExtractedRegion extractRegion(const LayoutRegion& r) {
   else
     g.registerOutput(g.insertNode(g.createTuple(outs))->output());
   return x;
+}
+
+std::string whyNoRegion(torch::jit::Graph& graph) {
+  std::size_t top = 0, nested = 0, string_padding = 0;
+  for (Node* n : allNodes(graph)) {
+    const std::string k = n->kind().toQualString();
+    if (k != "aten::conv2d" && k != "aten::conv3d")
+      continue;
+    if (n->owningBlock() != graph.block())
+      ++nested;
+    else if (layoutFamily(n).family != LayoutFamily::Conv)
+      ++string_padding;
+    else
+      ++top;
+  }
+  const std::string head = "no layout region: ";
+  if (top + nested + string_padding == 0)
+    return head + "the model has no 2-D or 3-D convolution, and no linear or attention block "
+                  "with constant weights";
+  if (top == 0 && string_padding == 0)
+    return head + "its " + std::to_string(nested) +
+           " convolutions sit inside loops or branches (prim::Loop, prim::If): regions are found "
+           "in the method's top-level graph only";
+  if (top == 0)
+    return head + "its convolutions take padding as a string ('same'), computed at run time";
+  return head + "no convolution of the " + std::to_string(top) +
+         " at the top level reads a tensor whose rank is known here (its input's rank follows "
+         "neither from the model's inputs nor from a constant weight)";
 }
 
 std::vector<std::optional<int>> inputRanks(const std::vector<c10::IValue>& inputs) {

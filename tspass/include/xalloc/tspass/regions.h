@@ -51,7 +51,9 @@ std::vector<torch::jit::Value*> regionExits(const LayoutRegion& r);
 /// block (aten::_native_multi_head_attention, wherever it sits) with constant projections, no
 /// mask and no attention weights wanted; in graph order.
 /// `input_ranks`: the rank of each graph input after `self` (nullopt: unknown), from the inputs
-/// the model is run on; a tensor of unknown rank never enters a region.
+/// the model is run on. A convolution whose input's rank is unknown (a detector's image batched
+/// from a list) takes its constant weight's (4-D: conv2d, 5-D: conv3d), batched; xprof checks
+/// that on the values the region gets. Other tensors of unknown rank never enter a region.
 std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
                                             const std::vector<std::optional<int>>& input_ranks);
 
@@ -101,6 +103,11 @@ RegionEdit applyRegionLayout(torch::jit::Graph& graph, LayoutRegion& r,
 /// or blocked op, or reads a re-laid weight.
 bool regionAlreadyLaidOut(const LayoutRegion* found, const GraphIndex& index,
                           const formats::RegionRef& ref);
+
+/// Why findLayoutRegions found no region in `graph`, in one line naming the real reason (no
+/// convolution at all, convolutions only inside loops or branches, none whose input rank is
+/// known, padding given as a string), for the profile's note.
+std::string whyNoRegion(torch::jit::Graph& graph);
 
 /// The rank of each input of `method`'s graph after self, from the values it will be run on
 /// (nullopt for non-tensors).

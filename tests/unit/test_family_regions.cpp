@@ -1,0 +1,254 @@
+// Regions in the graphs other model families are made of: a detector's backbone reading an
+// image batched from a list (its rank not known from the model's inputs), a video model's 3-D
+// convolutions in oneDNN's blocked format, a segmenter's resizing inside its region; and the
+// note that says why no region was found; inputs moved one ulp.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/region_layouts.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/value_compare.h"
+
+#include "frozen_model.h"
+
+using namespace xalloc;
+using namespace xalloc::tspass;
+using xalloc::testing::countNodes;
+using xalloc::testing::runGraph;
+
+namespace {
+
+// `ir` parsed, each graph input named %w* replaced by a constant tensor from `weights` (in
+// order), as freezing leaves a model's weights: its inputs are then the rest.
+std::shared_ptr<torch::jit::Graph> frozenGraph(const char* ir, std::vector<at::Tensor> weights) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, g.get());
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < g->inputs().size();) {
+    torch::jit::Value* in = g->inputs()[i];
+    if (in->debugName().rfind("w", 0) != 0) {
+      ++i;
+      continue;
+    }
+    torch::jit::WithInsertPoint at(g->block()->nodes().front());
+    in->replaceAllUsesWith(g->insertConstant(weights.at(next++)));
+    g->eraseInput(i);
+  }
+  return g;
+}
+
+formats::RegionCandidate named(const char* name) {
+  auto c = formats::parseCandidateName(name);
+  EXPECT_TRUE(c) << name;
+  return *c;
+}
+
+} // namespace
+
+// A detector batches its images from a List[Tensor] (padded in place) before the backbone: the
+// rank of what the first convolution reads follows from no input, but from its 4-D weight.
+TEST(FamilyRegions, ABackboneReadingAnImageFromAListIsARegion) {
+  auto g = frozenGraph(R"IR(
+graph(%self : Tensor, %images : Tensor[], %w1 : Tensor, %w2 : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %img : Tensor = aten::__getitem__(%images, %zero)
+  %x : Tensor = aten::unsqueeze(%img, %zero)
+  %c1 : Tensor = aten::conv2d(%x, %w1, %none, %s, %s, %s, %one)
+  %r1 : Tensor = aten::relu(%c1)
+  %c2 : Tensor = aten::conv2d(%r1, %w2, %none, %s, %s, %s, %one)
+  %r2 : Tensor = aten::relu(%c2)
+  return (%r2))IR",
+                       {at::randn({8, 3, 3, 3}), at::randn({8, 8, 3, 3})});
+  auto regions = findLayoutRegions(*g, {std::nullopt});
+  ASSERT_EQ(regions.size(), 1u) << graphText(*g);
+  EXPECT_EQ(regions[0].rank, 4);
+  EXPECT_EQ(regions[0].convolutions, 2);
+  EXPECT_EQ(regions[0].nodes.size(), 4u);
+  // Laid out channels-last and blocked, the values stay.
+  const std::vector<c10::IValue> in{at::zeros({1}),
+                                    c10::List<at::Tensor>({at::randn({3, 16, 16})})};
+  const c10::IValue before = runGraph(g, in);
+  for (const char* layout : {"channels_last", "blocked"}) {
+    auto h = g->copy();
+    auto r = findLayoutRegions(*h, {std::nullopt});
+    ASSERT_EQ(r.size(), 1u);
+    const RegionEdit e = applyRegionLayout(*h, r[0], named(layout));
+    ASSERT_TRUE(e.applied) << layout << ": " << e.message;
+    EXPECT_LE(maxRelativeError(before, runGraph(h, in)), 1e-4) << layout;
+  }
+  // A convolution whose weight is no constant (an unfrozen model) and whose input's rank is
+  // unknown starts none.
+  auto open = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%self : Tensor, %x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c : Tensor = aten::conv2d(%x, %w, %none, %s, %s, %s, %one)
+  return (%c))IR",
+                      open.get());
+  EXPECT_TRUE(findLayoutRegions(*open, {std::nullopt, std::nullopt}).empty());
+  EXPECT_NE(whyNoRegion(*open).find("whose rank is known"), std::string::npos)
+      << whyNoRegion(*open);
+}
+
+// A video model's 3-D convolutions: blocked (nCdhw16c) as oneDNN runs them, the weights blocked
+// once, the residual add and relu on blocked tensors, the same values as ATen's within 1e-5 of
+// their scale; channels-last-3d stays a candidate.
+TEST(FamilyRegions, ThreeDConvolutionsRunBlocked) {
+  auto g =
+      frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one, %one)
+  %c1 : Tensor = aten::conv3d(%x, %w1, %b1, %s, %s, %s, %one)
+  %r1 : Tensor = aten::relu(%c1)
+  %c2 : Tensor = aten::conv3d(%r1, %w2, %none, %s, %s, %s, %one)
+  %a : Tensor = aten::add(%c2, %r1, %one)
+  %r2 : Tensor = aten::relu_(%a)
+  return (%r2))IR",
+                  {at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20, 20, 3, 3, 3}).mul(0.1)});
+  // %b1 is the one input left besides %x: make it a constant too.
+  {
+    torch::jit::WithInsertPoint at(g->block()->nodes().front());
+    g->inputs()[2]->replaceAllUsesWith(g->insertConstant(at::randn({20})));
+    g->eraseInput(2);
+  }
+  const auto candidates = regionCandidates(5);
+  std::vector<std::string> names;
+  for (const auto& c : candidates)
+    names.push_back(c.name());
+  EXPECT_NE(std::find(names.begin(), names.end(), "blocked"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "channels_last_3d"), names.end());
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({1, 3, 4, 10, 10})};
+  const c10::IValue before = runGraph(g, in);
+  auto regions = findLayoutRegions(*g, {5});
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(regions[0].rank, 5);
+  const RegionEdit e = applyRegionLayout(*g, regions[0], named("blocked"));
+  ASSERT_TRUE(e.applied) << e.message;
+  EXPECT_EQ(countNodes(*g, "prim::mkldnn_convolution"), 2u) << graphText(*g);
+  EXPECT_EQ(countNodes(*g, "aten::conv3d"), 0u);
+  const c10::IValue after = runGraph(g, in);
+  ASSERT_FALSE(after.toTensor().is_mkldnn());
+  EXPECT_LE(maxRelativeError(before, after), 1e-5);
+  // The blocked constant checks a 3-D convolution's numbers as ATen does.
+  EXPECT_THROW(runtime::MkldnnConstant(at::randn({4, 2, 3, 3, 3}), {1, 1, 1, 1, 1, 1, 1, 1, 1, 3}),
+               c10::Error); // groups 3 does not divide 4 outputs
+  EXPECT_THROW(runtime::MkldnnConstant(at::randn({4, 2, 3, 3}), {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}),
+               c10::Error); // a 3-D convolution's numbers with a 4-D weight
+}
+
+// A segmenter's head resizes inside its region: ASPP's pooled branch comes back to size and is
+// concatenated with the others; the region runs through the resize instead of leaving it.
+TEST(FamilyRegions, ResizingStaysInsideTheRegion) {
+  auto g =
+      frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %p : int[] = prim::ListConstruct(%zero, %zero)
+  %d : int[] = prim::ListConstruct(%two, %two)
+  %c1 : Tensor = aten::conv2d(%x, %w1, %none, %s, %d, %d, %one)
+  %r1 : Tensor = aten::relu(%c1)
+  %pool : Tensor = aten::adaptive_avg_pool2d(%r1, %s)
+  %c2 : Tensor = aten::conv2d(%pool, %w2, %none, %s, %p, %s, %one)
+  %h : int = aten::size(%r1, %two)
+  %size : int[] = prim::ListConstruct(%h, %h)
+  %up : Tensor = aten::upsample_bilinear2d(%c2, %size, %false, %none)
+  %l : Tensor[] = prim::ListConstruct(%r1, %up)
+  %cat : Tensor = aten::cat(%l, %one)
+  %c3 : Tensor = aten::conv2d(%cat, %w3, %none, %s, %p, %s, %one)
+  return (%c3))IR",
+                  {at::randn({8, 4, 3, 3}), at::randn({8, 8, 1, 1}), at::randn({6, 16, 1, 1})});
+  auto regions = findLayoutRegions(*g, {4});
+  ASSERT_EQ(regions.size(), 1u) << graphText(*g);
+  EXPECT_TRUE(regions[0].convex);
+  EXPECT_EQ(regions[0].convolutions, 3);
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({1, 4, 12, 12})};
+  const c10::IValue before = runGraph(g, in);
+  const RegionEdit e = applyRegionLayout(*g, regions[0], named("channels_last"));
+  ASSERT_TRUE(e.applied) << e.message;
+  EXPECT_EQ(e.entry_conversions, 1);
+  EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-4);
+}
+
+TEST(FamilyRegions, NoRegionSaysWhy) {
+  auto none = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%self : Tensor, %x : Tensor):
+  %y : Tensor = aten::relu(%x)
+  return (%y))IR",
+                      none.get());
+  EXPECT_NE(whyNoRegion(*none).find("has no 2-D or 3-D convolution"), std::string::npos);
+  auto branch = frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %flag : bool, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %y : Tensor = prim::If(%flag)
+    block0():
+      %c : Tensor = aten::conv2d(%x, %w, %none, %s, %s, %s, %one)
+      -> (%c)
+    block1():
+      -> (%x)
+  return (%y))IR",
+                            {at::randn({4, 4, 3, 3})});
+  EXPECT_TRUE(findLayoutRegions(*branch, {4, std::nullopt}).empty());
+  EXPECT_NE(whyNoRegion(*branch).find("1 convolutions sit inside loops or branches"),
+            std::string::npos)
+      << whyNoRegion(*branch);
+}
+
+// One ulp away: every float element moved by exactly one unit in the last place, up or down,
+// in lists too, the layout kept; other values as they are.
+TEST(FamilyRegions, OneUlpAwayMovesEachFloatByOneUlp) {
+  const at::Tensor x = at::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor i = at::arange(6);
+  const auto moved = oneUlpAway({x, c10::List<at::Tensor>({x}), i}, 0);
+  ASSERT_EQ(moved.size(), 3u);
+  const at::Tensor y = moved[0].toTensor();
+  EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const at::Tensor up = at::nextafter(x, at::full_like(x, INFINITY));
+  const at::Tensor down = at::nextafter(x, at::full_like(x, -INFINITY));
+  EXPECT_TRUE(at::logical_or(y.eq(up), y.eq(down)).all().item<bool>());
+  EXPECT_GT(y.eq(up).sum().item<std::int64_t>(), 0);
+  EXPECT_GT(y.eq(down).sum().item<std::int64_t>(), 0);
+  EXPECT_FALSE(at::equal(moved[1].toTensorList().get(0), x));
+  EXPECT_TRUE(at::equal(moved[2].toTensor(), i));
+  // Seeded: the same draw twice gives the same tensor, another draw another.
+  EXPECT_TRUE(at::equal(oneUlpAway({x}, 0)[0].toTensor(), y));
+  EXPECT_FALSE(at::equal(oneUlpAway({x}, 1)[0].toTensor(), y));
+}
+
+// Outputs compared blind to order: a detector's detections with two nearly equal scores swapped
+// are the same multiset; a changed value is not.
+TEST(FamilyRegions, SortedErrorIsBlindToOrderOnly) {
+  const at::Tensor scores = at::tensor({0.9f, 0.5f, 0.5001f, 0.1f});
+  const at::Tensor labels = at::tensor({3, 7, 2, 1});
+  const at::Tensor swapped_scores = at::tensor({0.9f, 0.5001f, 0.5f, 0.1f});
+  const at::Tensor swapped_labels = at::tensor({3, 2, 7, 1});
+  const c10::IValue a = c10::ivalue::Tuple::create({scores, labels});
+  const c10::IValue b = c10::ivalue::Tuple::create({swapped_scores, swapped_labels});
+  EXPECT_EQ(maxRelativeError(a, b), INFINITY);
+  EXPECT_EQ(maxSortedError(a, b), 0.0);
+  const c10::IValue c = c10::ivalue::Tuple::create({swapped_scores, at::tensor({3, 2, 7, 9})});
+  EXPECT_EQ(maxSortedError(a, c), INFINITY);
+  const c10::IValue d =
+      c10::ivalue::Tuple::create({at::tensor({0.9f, 0.5001f, 0.6f, 0.1f}), swapped_labels});
+  EXPECT_GT(maxSortedError(a, d), 1e-2);
+}
