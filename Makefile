@@ -5,6 +5,8 @@
 #   MODEL=path/to/model.pt make profile rewrite     # the same on any TorchScript file
 #   INPUTS="--input-shape 1x3x224x224"               # when the model stores no example inputs
 #   SHAPES="8x3x224x224"                             # other shapes the plan must hold at
+#   LOAD_LIBRARY=path/to/ops.so                      # custom ops the model calls (torchvision's
+#                                                    # are found and loaded by the tools)
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -13,6 +15,7 @@ OUT        ?= data/tmp
 MODEL      ?=
 INPUTS     ?=
 SHAPES     ?=
+LOAD_LIBRARY ?=
 # One thread for libtorch and OpenBLAS together: what the profile measures at and the timing runs
 # at (a schedule holds for the thread count it was measured at).
 THREADS    ?= 1
@@ -26,6 +29,7 @@ REWRITE_FLAGS ?= --freeze
 BIN        := $(BUILD_DIR)/bin
 MODELS      = $(or $(MODEL),$(BUILD_DIR)/samples/minigpt.pt $(BUILD_DIR)/samples/smallcnn.pt)
 PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" SHAPES="$(SHAPES)" THREADS=$(THREADS) \
+              LOAD_LIBRARY="$(LOAD_LIBRARY)" \
               PROFILE_FLAGS="$(PROFILE_FLAGS)" PLAN_FLAGS="$(PLAN_FLAGS)" \
               REWRITE_FLAGS="$(REWRITE_FLAGS)" bash scripts/rewrite.sh
 CMAKE_ARGS ?=

@@ -1,8 +1,11 @@
 // loadOpLibrary: dlopen a library of custom ops with its symbols global.
 #include "xalloc/op_library.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -25,6 +28,44 @@ void loadOpLibrary(const std::string& path) {
     const char* why = ::dlerror();
     throw InputError(path, std::string("cannot load op library: ") + (why ? why : "dlopen failed"));
   }
+}
+
+namespace {
+
+// The first torchvision/_C*.so in `dir` (a package folder), in name order.
+std::string torchvisionIn(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "torchvision", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("_C", 0) == 0 && name.size() > 3 &&
+        name.compare(name.size() - 3, 3, ".so") == 0 && e.is_regular_file(ec))
+      found.push_back(e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found.empty() ? "" : found.front();
+}
+
+} // namespace
+
+std::string findTorchvisionLibrary() {
+  if (const char* env = std::getenv("XALLOC_TORCHVISION_LIBRARY"); env && *env)
+    return env;
+  std::vector<std::filesystem::path> dirs{"/usr/lib/python3/dist-packages"};
+  std::error_code ec;
+  std::vector<std::filesystem::path> local;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/local/lib", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("python3", 0) == 0)
+      for (const char* sub : {"dist-packages", "site-packages"})
+        local.push_back(e.path() / sub);
+  }
+  std::sort(local.begin(), local.end());
+  dirs.insert(dirs.end(), local.begin(), local.end());
+  for (const auto& d : dirs)
+    if (std::string f = torchvisionIn(d); !f.empty())
+      return f;
+  return "";
 }
 
 } // namespace xalloc

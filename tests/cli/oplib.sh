@@ -82,4 +82,26 @@ roots = {n.split("/")[0] for n in zipfile.ZipFile(sys.argv[3]).namelist()}
 same = open(sys.argv[2], "rb").read() == open(sys.argv[3], "rb").read()
 assert roots == {"archive"} or same, roots
 PY
+
+# A model that calls torchvision's ops (a detector's torchvision::nms) needs no flag: every tool
+# finds torchvision's library where Python keeps it, loads it, and says so once.
+cat >make_nms.py <<'PY'
+import sys, torch, torchvision
+class Nms(torch.nn.Module):
+    def forward(self, boxes: torch.Tensor, scores: torch.Tensor):
+        keep = torchvision.ops.nms(boxes.abs().cumsum(1), scores, 0.5)
+        return boxes.t().contiguous()[:, keep]
+torch.jit.save(torch.jit.script(Nms().eval()), sys.argv[1])
+PY
+"$XALLOC_PYTHON" make_nms.py nms.pt
+NMS_IN=(--input-shape 64x4 --input-shape 64)
+xprof nms.pt "${NMS_IN[@]}" "${QUICK[@]}" -o nms.json 2>nms.err || fail "torchvision ops: $(cat nms.err)"
+[[ $(grep -c 'nms\.pt: note: the model calls torchvision:: ops: loaded .*torchvision/_C.*\.so' nms.err) == 1 ]] ||
+  fail "torchvision's library: not said once: $(cat nms.err)"
+grep -Eq '"kind": *"torchvision::nms"' nms.json || fail "torchvision::nms is not in the profile"
+xcost nms.json | xsched --profile nms.json -o nms-schedule.json
+xrewrite nms.pt -s nms-schedule.json "${NMS_IN[@]}" -o nms.opt.pt -q || fail "xrewrite of a torchvision model"
+# Told where it is not, the tools say so in one line.
+XALLOC_TORCHVISION_LIBRARY=/nonexistent/_C.so expect_error 2 \
+  '^/nonexistent/_C\.so: error: cannot load op library: no such file' -- xprof nms.pt "${NMS_IN[@]}" -o p.json
 echo "cli.oplib: ok"

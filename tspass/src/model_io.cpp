@@ -2,12 +2,14 @@
 #include "xalloc/tspass/model_io.h"
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -17,7 +19,9 @@
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
+#include "xalloc/op_library.h"
 #include "xalloc/runtime/model_check.h"
+#include "xalloc/tool.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/source_info.h"
 
@@ -41,6 +45,23 @@ std::string notAModel(const std::string& path) {
   return "";
 }
 
+// A model that calls torchvision's ops (a detection model's torchvision::nms): its library
+// loaded once, found where Python keeps it, and said once on stderr.
+void loadTorchvisionOps(const std::string& model_path) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (c10::Dispatcher::singleton().findSchema({"torchvision::nms", ""}))
+    return; // registered already: loaded with --load-library, or linked in
+  const std::string lib = findTorchvisionLibrary();
+  if (lib.empty())
+    throw InputError(model_path,
+                     "the model calls torchvision:: ops and torchvision's op library was not "
+                     "found: install python3-torchvision, set XALLOC_TORCHVISION_LIBRARY, or "
+                     "pass --load-library FILE");
+  loadOpLibrary(lib);
+  printNote(model_path, "the model calls torchvision:: ops: loaded " + lib);
+}
+
 } // namespace
 
 LoadedModel loadModel(const std::string& path) {
@@ -54,6 +75,7 @@ LoadedModel loadModelBytes(const std::string& bytes, const std::string& path) {
   m.path = path;
   m.sha256 = sha256Hex(bytes);
   torch::jit::ExtraFilesMap extra;
+  bool callsTorchvision = false;
   try {
     std::istringstream in(bytes);
     caffe2::serialize::PyTorchStreamReader reader(&in);
@@ -62,8 +84,15 @@ LoadedModel loadModelBytes(const std::string& bytes, const std::string& path) {
       const std::string prefix = "extra/";
       if (rec.compare(0, prefix.size(), prefix) == 0)
         extra[rec.substr(prefix.size())] = "";
-      code = code || rec.rfind("code/", 0) == 0;
+      const bool source = rec.rfind("code/", 0) == 0;
+      code = code || source;
       data = data || rec == "data.pkl";
+      if (source && rec.size() > 3 && rec.compare(rec.size() - 3, 3, ".py") == 0 &&
+          !callsTorchvision) {
+        auto [ptr, size] = reader.getRecord(rec);
+        const std::string text(static_cast<const char*>(ptr.get()), size);
+        callsTorchvision = text.find("ops.torchvision.") != std::string::npos;
+      }
     }
     if (data && !code)
       throw InputError(path, std::string("a torch.save file (a pickled module or state dict), "
@@ -81,6 +110,8 @@ LoadedModel loadModelBytes(const std::string& bytes, const std::string& path) {
                            "torch.jit.save): " +
                                firstLine(e.what()));
   }
+  if (callsTorchvision)
+    loadTorchvisionOps(path);
   try {
     std::istringstream in(bytes);
     m.module = torch::jit::load(in, c10::Device(c10::kCPU), extra);
