@@ -66,6 +66,11 @@ torch.jit.script(Listed()).save(sys.argv[1] + "/listed.pt")
 torch.jit.script(Warned()).save(sys.argv[1] + "/warned.pt")
 torch.save((torch.randn(3, 3), torch.randn(3, 3)), sys.argv[1] + "/listed2.in")
 torch.save((torch.randn(3, 3),), sys.argv[1] + "/listed1.in")
+# As users save a detection model's images: a list of one, of two sizes, nested in a tuple.
+torch.save([torch.randn(3, 3)], sys.argv[1] + "/list1.in")
+torch.save(([torch.randn(3, 3), torch.randn(3, 3)],), sys.argv[1] + "/nested.in")
+torch.save(([torch.randn(3, 3)],), sys.argv[1] + "/nested1.in")
+torch.save({"a": torch.randn(3, 3), "b": torch.randn(3, 3)}, sys.argv[1] + "/keyed-bare.in")
 torch.save((torch.randn(4, 8), 3), sys.argv[1] + "/scaled.in")
 torch.save(({"a": torch.randn(3, 3), "b": torch.randn(3, 3)},), sys.argv[1] + "/keyed.in")
 torch.save(({"a": torch.randn(3, 3)},), sys.argv[1] + "/keyed1.in")
@@ -82,9 +87,16 @@ xprof "$WORK/scaled.pt" --input-file "$WORK/scaled.in" -o "$WORK/scaled.json" "$
 xprof "$WORK/keyed.pt" --input-file "$WORK/keyed.in" -o "$WORK/keyed.json" "${QUICK[@]}" || fail "dict input from --input-file"
 # Values for a List[Tensor] input that fit only together are that list: a file of two tensors or
 # of one, or one --input-shape per element. They are still checked against the element type.
-for f in listed2 listed1; do
+for f in listed2 listed1 list1 nested nested1; do
   xprof "$WORK/listed.pt" --input-file "$WORK/$f.in" -o "$WORK/$f.json" "${QUICK[@]}" || fail "$f: a list input from --input-file"
 done
+# The list of one is that one tensor: the same profile as the tuple of one.
+"$XALLOC_PYTHON" - "$WORK/listed1.json" "$WORK/list1.json" "$WORK/nested1.json" <<'PY' ||
+import json, sys
+sizes = [sorted(tuple(r["sizes"]) for r in json.load(open(f))["records"]) for f in sys.argv[1:]]
+assert sizes[0] == sizes[1] == sizes[2] and sizes[0], sizes
+PY
+  fail "a list of one read otherwise than a tuple of one"
 xprof "$WORK/listed.pt" --input-shape 3x3 --input-shape 3x3 -o "$WORK/listed.json" "${QUICK[@]}" ||
   fail "a list input from --input-shape"
 expect_error 2 "listed\.pt: error: 'forward' takes 1 input but 2 were given" -- \
@@ -108,9 +120,17 @@ xrewrite "$WORK/warned.pt" -s "$WORK/warned.json" -o "$WORK/warned.opt.pt" 2>>"$
 [[ $(grep -c '^warning: the model warns: x is ignored in scripting$' "$WORK/warned.log") == 2 ]] ||
   fail "warned: not one line per tool: $(cat "$WORK/warned.log")"
 ! grep -q 'InitGoogleLogging\|UserWarning' "$WORK/warned.log" || fail "warned: $(cat "$WORK/warned.log")"
-# libtorch 1.13 cannot unpickle a one-element dict or list (Python writes SETITEM / APPEND).
-expect_error 2 "keyed1\.in: error: cannot read inputs: libtorch cannot read a list or dict of one element from torch\.save" -- \
-  xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/p.json"
+# A one-element dict or list (Python pickles them with SETITEM / APPEND, which libtorch 1.13's
+# unpickler does not read) is read as Python wrote it: the model is given that dict.
+xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/keyed1.json" "${QUICK[@]}" ||
+  fail "a dict of one element from --input-file"
+"$XALLOC_PYTHON" -c 'import json, sys; assert [3, 3] in [r["sizes"] for r in json.load(open(sys.argv[1]))["records"]]' \
+  "$WORK/keyed1.json" || fail "keyed1: the dict's tensor was not run"
+xprof "$WORK/keyed.pt" --input-file "$WORK/keyed-bare.in" -o "$WORK/keyed-bare.json" "${QUICK[@]}" ||
+  fail "a dict saved bare (not in a tuple) from --input-file"
+printf 'not a pickle' >"$WORK/junk.in"
+expect_error 2 "junk\.in: error: cannot read inputs \(expected values saved with torch\.save: a tensor, or a tuple, list or dict of them, one per argument\)" -- \
+  xprof "$WORK/keyed.pt" --input-file "$WORK/junk.in" -o "$WORK/p.json"
 expect_error 2 "scaled\.pt: error: 'forward' takes input 'n' of type int, but was given float" -- \
   xprof "$WORK/scaled.pt" --input-file "$WORK/scaled-float.in" -o "$WORK/p.json"
 

@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
@@ -236,8 +235,8 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
   std::vector<c10::IValue> inputs{module._ivalue()};
   // A method whose first input is a list (a detection model's `images: List[Tensor]`) given
   // values that only fit together: they are that list. A file saved as torch.save([a, b]) reads
-  // back as the inputs a and b, one per argument, and libtorch cannot read a list of one element
-  // at all, so torch.save((a,)) says the same for one image.
+  // back as the inputs a and b, one per argument, and torch.save([a]) as the input a: the list
+  // of images a detection model takes is made here.
   if (!tensors.empty() && args.size() > 1 && args[1].type()->cast<c10::ListType>() &&
       !asType(tensors.front(), args[1].type())) {
     c10::impl::GenericList all(c10::AnyType::get());
@@ -291,16 +290,11 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
 std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path) {
   c10::IValue v;
   try {
-    v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    v = unpickleTorchSave(bytes);
   } catch (const std::exception& e) {
-    const std::string what = firstLine(e.what());
-    // Python pickles a list or dict of one element with APPEND / SETITEM, which libtorch
-    // 1.13's unpickler does not know (it reads APPENDS / SETITEMS, used for more).
-    if (what.find("Unknown opcode for unpickling at 0x61") != std::string::npos ||
-        what.find("Unknown opcode for unpickling at 0x73") != std::string::npos)
-      throw InputError(path, "cannot read inputs: libtorch cannot read a list or dict of one "
-                             "element from torch.save; save a tuple, or two or more elements");
-    throw InputError(path, "cannot read inputs (expected tensors saved with torch.save): " + what);
+    throw InputError(path, "cannot read inputs (expected values saved with torch.save: a "
+                           "tensor, or a tuple, list or dict of them, one per argument): " +
+                               firstLine(e.what()));
   }
   if (v.isTuple())
     return v.toTupleRef().elements().vec();

@@ -47,7 +47,18 @@ std::vector<c10::IValue> methodInputs(torch::jit::Module& module, const std::str
                                       std::vector<c10::IValue> tensors, const std::string& path);
 
 /// Tensors saved with torch.save (the bytes of `path`): one tensor, or a tuple or list of
-/// inputs. A file that is not one is an InputError naming `path`.
+/// inputs (a list or dict of one element too). A file that is not one is an InputError naming
+/// `path`.
 std::vector<c10::IValue> parseInputFile(const std::string& bytes, const std::string& path);
+
+/// `inputs` with each float tensor's elements (in lists and tuples too) moved one unit in the
+/// last place, up or down at random (seeded by `draw`), each in its own layout; the rest as they
+/// are. Run on them, a model or region shows what float32 rounding alone does to its outputs.
+std::vector<c10::IValue> oneUlpAway(const std::vector<c10::IValue>& inputs, std::uint64_t draw);
+
+/// What torch.save wrote (its zip format), read with libtorch's unpickler; a list or dict of one
+/// element, which Python pickles with opcodes libtorch 1.13 does not read (APPEND, SETITEM),
+/// rewritten first into those it does. Throws what the unpickler throws.
+c10::IValue unpickleTorchSave(const std::string& bytes);
 
 } // namespace xalloc::tspass
