@@ -108,6 +108,8 @@ json toJson(const Region& r) {
   j["entries"] = std::move(entries);
   j["exits"] = std::move(exits);
   j["candidates"] = std::move(candidates);
+  if (r.rounding_error)
+    j["rounding_error"] = *r.rounding_error;
   if (!r.note.empty())
     j["note"] = r.note;
   return j;
@@ -125,6 +127,9 @@ Region readRegion(const JsonReader& r) {
     r.at("candidates")
         .fail(std::string("the first candidate is the region as it is ('") +
               regionLayoutTraits().front().name + "')");
+  g.rounding_error = r.getOptionalNumber("rounding_error");
+  if (g.rounding_error && !(*g.rounding_error >= 0))
+    r.at("rounding_error").fail("expected a number >= 0");
   g.note = r.getString("note", "");
   return g;
 }

@@ -20,6 +20,12 @@ bool withinTolerance(bool identical_output, const std::optional<double>& output_
   return tolerance > 0 && output_error && *output_error <= tolerance;
 }
 
+double noiseBound(double tolerance, const std::optional<double>& reference) {
+  if (tolerance <= 0 || !reference || !std::isfinite(*reference))
+    return tolerance;
+  return std::max(tolerance, 2 * *reference);
+}
+
 void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
                          const std::string& tool) {
   if (exact && tolerance)

@@ -2,9 +2,13 @@
 // regions found, and each run in isolation on the values the real inputs give it, as it is and
 // in every candidate layout (the same rewrite xrewrite writes, boundary conversions included),
 // interleaved round by round so drift hits every candidate alike.
+#include <numeric>
+
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include "profiler_impl.h"
+#include "xalloc/profiler/consumers.h"
+#include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
@@ -84,7 +88,7 @@ void Profiler::measureRegions() {
   const std::vector<c10::IValue> tensors(inputs_.begin() + 1, inputs_.end());
   auto regions = tspass::findLayoutRegions(*graph, tspass::inputRanks(tensors));
   if (regions.empty()) {
-    p_.regions_note = "no layout region: no convolution reads a 4-D or 5-D tensor";
+    p_.regions_note = tspass::whyNoRegion(*graph);
     return;
   }
   tspass::GraphIndex index(*graph);
@@ -95,10 +99,28 @@ void Profiler::measureRegions() {
   runner.run(in, {/*keep_values=*/true, false, false}, &trace);
 
   progress_.phase("timing layout regions", regions.size());
-  std::int64_t id = 0;
-  for (tspass::LayoutRegion& r : regions) {
+  // Largest first (by convolutions, then ops): under --budget, the regions that gain most are
+  // the ones timed. The profile lists them in graph order, by id.
+  std::vector<std::size_t> largest_first(regions.size());
+  std::iota(largest_first.begin(), largest_first.end(), 0);
+  std::stable_sort(largest_first.begin(), largest_first.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = regions[a];
+    const auto& y = regions[b];
+    return std::make_pair(x.convolutions, x.nodes.size()) >
+           std::make_pair(y.convolutions, y.nodes.size());
+  });
+  std::size_t timed = 0;
+  for (std::size_t at : largest_first) {
+    tspass::LayoutRegion& r = regions[at];
     formats::Region out;
-    out.ref = tspass::regionRef(r, index, id++);
+    out.ref = tspass::regionRef(r, index, static_cast<std::int64_t>(at));
+    progress_.tick(++timed);
+    if (pastBudget(1.0)) {
+      out.candidates = tspass::regionCandidates(r.rank);
+      out.note = kBudgetSpent;
+      p_.regions.push_back(std::move(out));
+      continue;
+    }
     for (const torch::jit::Value* v : tspass::regionEntries(r))
       if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
           runner.valueOf(trace, v).toTensor().defined()) {
@@ -107,6 +129,17 @@ void Profiler::measureRegions() {
         if (r.rank == 4 || r.rank == 5)
           measureEntryConversion(t, r.rank);
       }
+    // The rank was inferred where the graph does not say it (a detector's batched image): the
+    // values this run gives the region decide.
+    std::string wrong_rank;
+    for (const torch::jit::Value* v : tspass::regionEntries(r))
+      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
+          runner.valueOf(trace, v).toTensor().defined() && (r.rank == 4 || r.rank == 5) &&
+          runner.valueOf(trace, v).toTensor().dim() != r.rank && wrong_rank.empty())
+        wrong_rank = "its input %" + v->debugName() + " is " +
+                     std::to_string(runner.valueOf(trace, v).toTensor().dim()) +
+                     "-D on these inputs, where its convolutions take " + std::to_string(r.rank) +
+                     "-D tensors";
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
       if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
@@ -116,7 +149,11 @@ void Profiler::measureRegions() {
         exits_known = false;
     }
     out.candidates = tspass::regionCandidates(r.rank);
-    progress_.tick(static_cast<std::size_t>(id));
+    if (!wrong_rank.empty()) {
+      out.note = wrong_rank;
+      p_.regions.push_back(std::move(out));
+      continue;
+    }
     if (!r.convex) {
       out.note = "a path leaves the region and comes back into it: it cannot run on its own";
       p_.regions.push_back(std::move(out));
@@ -187,6 +224,14 @@ void Profiler::measureRegions() {
       p_.regions.push_back(std::move(out));
       continue;
     }
+    // What float32 rounding alone does to the exits: the region as it is, its float inputs
+    // moved by one unit in the last place (the most of two draws).
+    for (std::uint64_t draw = 0; draw < 2 && out.candidates.size() > 1; ++draw) {
+      const double e = tspass::maxRelativeError(
+          runs[0].outputs, runOnce(*runs[0].fn, tspass::oneUlpAway(runs[0].inputs, draw)));
+      if (std::isfinite(e))
+        out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
+    }
     // Rounds of one run each, the order rotated and reversed every round.
     std::vector<std::size_t> live;
     for (std::size_t i = 0; i < runs.size(); ++i)
@@ -231,6 +276,8 @@ void Profiler::measureRegions() {
     }
     p_.regions.push_back(std::move(out));
   }
+  std::sort(p_.regions.begin(), p_.regions.end(),
+            [](const formats::Region& a, const formats::Region& b) { return a.ref.id < b.ref.id; });
 }
 
 } // namespace xalloc::profiler::detail

@@ -44,6 +44,14 @@ bool sameRef(const formats::RegionRef& a, const formats::RegionRef& b) {
   return true;
 }
 
+// What a region's layout may move its outputs by: the tolerance, or where one ulp of the
+// region's inputs moves them more (an ill-conditioned stack of layers: SSD's deepest feature
+// maps), formats::noiseBound of that: such a change is float32 rounding's own. --exact stays
+// exact.
+double regionBound(const formats::Region& g, double tolerance) {
+  return formats::noiseBound(tolerance, g.rounding_error);
+}
+
 // A candidate measured at one shape: its gain over the region as it is, and the noise margin.
 struct Measured {
   std::string why; // why it may not be chosen at this shape ("" when it may)
@@ -59,11 +67,19 @@ Measured measure(const formats::Region& g, const RegionCandidate& c, std::int64_
   const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
                                         std::max<std::int64_t>(repeats, 5));
   m.margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
-  if (!withinTolerance(c.identical_output, c.output_error, o.tolerance))
-    m.why = o.tolerance > 0 && c.output_error
-                ? "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, " +
-                      "beyond the tolerance " + fmtSci(o.tolerance)
-                : "changes the outputs' bits (--exact)";
+  if (!withinTolerance(c.identical_output, c.output_error, regionBound(g, o.tolerance))) {
+    if (o.tolerance > 0 && c.output_error) {
+      m.why = "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, beyond the " +
+              "tolerance " + fmtSci(o.tolerance);
+      if (g.rounding_error)
+        m.why += " and beyond twice what one ulp of its inputs moves them (" +
+                 fmtSci(*g.rounding_error) + ")";
+      if (std::isfinite(*c.output_error) && *c.output_error <= formats::kMaxTolerance)
+        m.why += "; --tolerance " + fmtSci(*c.output_error * 1.05) + " would let it in";
+    } else {
+      m.why = "changes the outputs' bits (--exact)";
+    }
+  }
   return m;
 }
 
@@ -229,8 +245,12 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
                    std::to_string(g.exits.size()) + " exit conversion(s) (" +
                    pct(best_gain / as_is.time_ms) + " faster, margin " + fmtMs(best_margin) + ")";
       }
-      if (!best->identical_output && best->output_error)
+      if (!best->identical_output && best->output_error) {
         d.reason += "; outputs within " + fmtSci(*best->output_error) + " of their scale";
+        if (*best->output_error > o.tolerance && g.rounding_error)
+          d.reason += ", within twice what one ulp of its inputs moves them (" +
+                      fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
+      }
       v.gain = best_gain;
     } else {
       d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") left as it is" +

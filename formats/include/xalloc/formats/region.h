@@ -68,6 +68,11 @@ struct Region {
   std::vector<Layout> exits;   // the tensors read outside it (or returned)
   /// [0] is the region as it is (contiguous); the others are the layouts tried.
   std::vector<RegionCandidate> candidates;
+  /// How far the exits of the region as it is move when its float inputs move by one unit in the
+  /// last place (the error measure of a candidate's output_error): float32 rounding's own
+  /// effect, against which a layout's change is judged beside the tolerance. Absent when not
+  /// measured (or not finite).
+  std::optional<double> rounding_error;
   std::string note; // why its candidates were not measured, when they were not
 };
 

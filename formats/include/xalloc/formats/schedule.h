@@ -79,6 +79,13 @@ inline constexpr double kMaxTolerance = 1e-2;
 bool withinTolerance(bool identical_output, const std::optional<double>& output_error,
                      double tolerance);
 
+/// What a change of outputs may be beside float32's own noise: `reference` is how far the
+/// original's own outputs move under one ulp of their inputs or under freezing alone (one draw
+/// of that noise); a rewrite adds such noise to freezing's, so up to twice it is the same kind
+/// of change. The tolerance, or that where it is larger; --exact (0) stays exact, and a
+/// reference not measured or unbounded counts nothing.
+double noiseBound(double tolerance, const std::optional<double>& reference);
+
 /// A tool's --tolerance and --exact flags (xsched, xrewrite): a tolerance is a number in
 /// (0, kMaxTolerance], and the two exclude each other; InputError naming `tool` otherwise.
 void checkToleranceFlags(const std::optional<double>& tolerance, bool exact,
