@@ -39,6 +39,11 @@ void defineXprofOptions(CLI::App& app, XprofOptions& o) {
   app.add_flag_callback(
       "--no-consumers", [&p] { p.measure_consumers = false; },
       "skip re-running consumers (faster, no savings)");
+  app.add_option("--budget", p.budget_s,
+                 "seconds the measurements may take (0: no limit); what is not timed by then is "
+                 "left as it is, with a note, and timed by a later run")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--freeze", p.freeze,
                "profile the model frozen, as xrewrite --freeze writes it (weights become "
                "constants whose layout changes once, at rewrite time)");

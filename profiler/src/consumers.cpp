@@ -242,6 +242,11 @@ void measureRecordConsumers(std::vector<formats::Record>& records, const Consume
     bool to_contiguous = false;
     const at::Tensor other = otherOf(r, v, &to_contiguous);
     for (std::size_t k = 0; k < r.consumers.size(); ++k) {
+      if (other.defined() && ctx.out_of_time && ctx.out_of_time()) {
+        r.consumers[k].note = kBudgetSpent;
+        progress.tick(++done);
+        continue;
+      }
       if (other.defined() && measureConsumer(ctx, v, other, to_contiguous, r.consumers[k]) &&
           disturbed(r.consumers[k]))
         again.emplace_back(i, k);
@@ -257,6 +262,8 @@ void measureRecordConsumers(std::vector<formats::Record>& records, const Consume
   second.again = true;
   done = 0;
   for (const auto& [i, k] : again) {
+    if (ctx.out_of_time && ctx.out_of_time())
+      break; // the first timings stand
     formats::Record& r = records[i];
     const Value* v = ctx.index.values()[static_cast<std::size_t>(r.id)];
     bool to_contiguous = false;

@@ -37,6 +37,8 @@ void Profiler::measureProducerFusion(const GraphRunner::Trace& t) {
   std::size_t done = 0;
   for (std::size_t i : candidates) {
     progress_.tick(++done);
+    if (pastBudget(kEarlyShare))
+      break; // a producer not timed keeps writing what it writes
     formats::Record& r = p_.records[i];
     const Value* v = index_->values()[static_cast<std::size_t>(r.id)];
     const Node* producer = v->node();

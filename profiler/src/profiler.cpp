@@ -84,7 +84,10 @@ formats::Profile Profiler::run() {
     p_.settings.timing_db = db_->path();
     p_.settings.db_hits = db_->hits();
     p_.settings.db_misses = db_->misses();
-    db_->putDocument(memo_key, formats::toJson(p_).dump());
+    // A profile the budget cut short is not kept whole: the next run reuses its timings from
+    // the database and times what this one could not.
+    if (!budget_spent_)
+      db_->putDocument(memo_key, formats::toJson(p_).dump());
     db_->commit();
     answerLauncher(memo_key);
   }

@@ -143,7 +143,22 @@ private:
   // A region entry's conversion to channels-last (3d), added to the conversion cost table.
   void measureEntryConversion(const at::Tensor& t, int rank);
 
+  // --budget: whether the share `share` of it has passed since the profile began (the
+  // conversions and consumers stop at kEarlyShare, the regions at the whole).
+  static constexpr double kEarlyShare = 0.4;
+  bool pastBudget(double share) const {
+    if (o_.budget_s <= 0)
+      return false;
+    const bool past =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
+        share * o_.budget_s;
+    budget_spent_ = budget_spent_ || past;
+    return past;
+  }
+
   const ProfileOptions& o_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  mutable bool budget_spent_ = false; // something was left untimed: the profile is not memoized
   Progress progress_;
   formats::Profile p_;
   std::shared_ptr<torch::jit::Graph> graph_;

@@ -102,6 +102,8 @@ void Profiler::measureConversions(const GraphRunner::Trace& t) {
   progress_.phase("measuring conversions", todo.size());
   std::size_t done = 0;
   for (const auto& [key, r] : todo) {
+    if (pastBudget(kEarlyShare))
+      break; // a conversion not measured is priced by the cost model
     const at::Tensor& tensor =
         runner_->valueOf(t, index_->values()[static_cast<std::size_t>(r->id)]).toTensor();
     p_.conversion_cost_table.push_back(
@@ -166,8 +168,11 @@ void Profiler::measureSweep() {
 }
 
 void Profiler::measureConsumers(const GraphRunner::Trace& t) {
-  measureRecordConsumers(
-      p_.records, {*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats, &exposed_}, progress_);
+  ConsumerContext ctx{*runner_, *index_, t, db_.get(), o_.warmup, o_.repeats, &exposed_};
+  ctx.out_of_time = [this] {
+    return pastBudget(kEarlyShare);
+  };
+  measureRecordConsumers(p_.records, ctx, progress_);
 }
 
 } // namespace xalloc::profiler::detail

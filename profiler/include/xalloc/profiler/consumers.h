@@ -19,6 +19,10 @@ namespace xalloc::profiler {
 class TimingDb;
 
 /// A finished capture run and how to measure in it.
+/// The note of what was not timed because xprof's budget was spent.
+inline constexpr const char* kBudgetSpent =
+    "not timed: xprof's time budget was spent (--budget; a later run times it)";
+
 struct ConsumerContext {
   const GraphRunner& runner;
   const tspass::GraphIndex& index;
@@ -32,6 +36,8 @@ struct ConsumerContext {
   /// Measure again, whatever the database holds, and keep the new timings only when they are
   /// quieter than those already in the consumer (then the database gets them too).
   bool again = false;
+  /// True once the profile's budget for these measurements is spent (null: never).
+  std::function<bool()> out_of_time = nullptr;
 };
 
 /// Fills `c` (a consumer of `v`) with timings of its reader with `v` as it is and with `other`

@@ -36,6 +36,11 @@ struct ProfileOptions {
   std::string trace_path;      // a Chrome trace, "" for none
   bool progress = false;       // a progress bar on stderr (only when it is a terminal)
   double min_window_ms = 0.01; // shorter idle windows are not reported
+  /// Seconds the measurements may take, all of them (0: no limit). The conversions and consumer
+  /// re-runs stop at 40% of it, the layout regions (largest first) at the whole; what is not
+  /// timed then is left as it is, with a note saying so. A later run reuses what the timing
+  /// database holds and times more.
+  double budget_s = 60;
 };
 
 /// Profiles a TorchScript model. Throws InputError for bad input (missing model, bad inputs,
