@@ -46,6 +46,9 @@ def parse():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json")
+    p.add_argument("--list", action="store_true",
+                   help="call the model with a list of the one input, as a detection model "
+                        "takes its images (torchvision's ops loaded)")
     p.add_argument("--processes", type=int, default=0,
                    help="time each contender alone in this many fresh processes")
     # 2 s: with 1 s, one of five fresh processes of EfficientNet-B0 read 6.34 ms against the
@@ -82,6 +85,8 @@ args = parse()
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
 import torch  # noqa: E402
+if args.list:
+    import torchvision  # noqa: E402,F401  (its ops: a detection model calls torchvision::nms)
 
 sys.path.insert(0, os.path.join(HERE, "..", "build", "python"))
 import xalloc  # noqa: E402
@@ -182,6 +187,8 @@ def example_input():
                                                                         "float32"))
     if dtype == torch.int64:
         return torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), spec["shape"])
+    if "low" in spec and "high" in spec:  # an image's range, as the model's example says
+        return torch.rand(spec["shape"]) * (spec["high"] - spec["low"]) + spec["low"]
     return torch.randn(spec["shape"])
 
 
@@ -200,6 +207,7 @@ def child():
     """One contender alone in this process: load, warm up, time, report one JSON line."""
     torch.set_num_threads(args.threads)
     x = example_input()
+    arg = [x] if args.list else x
     import time
     name = args.child
     with tempfile.TemporaryDirectory() as work, torch.no_grad():
@@ -218,7 +226,7 @@ def child():
 
             def run():
                 t0 = time.perf_counter()
-                m(x)
+                m(arg)
                 return (time.perf_counter() - t0) * 1e3
         for _ in range(args.warmup):
             run()
@@ -234,7 +242,7 @@ def child():
                     ms.append(run())
                 print(json.dumps({"ms": ms}), flush=True)
             rss, peak = memory_mib(pid)
-            y = ort.output() if name == "onnxruntime" else m(x)
+            y = ort.output() if name == "onnxruntime" else m(arg)
             torch.save(leaves(y), args.child_output)
             if name == "onnxruntime":
                 ort.close()
@@ -248,7 +256,7 @@ def child():
             ts.append(run())
         ts.sort()
         rss, peak = memory_mib(pid)
-        y = ort.output() if name == "onnxruntime" else m(x)
+        y = ort.output() if name == "onnxruntime" else m(arg)
         torch.save(leaves(y), args.child_output)
         if name == "onnxruntime":
             ort.close()
@@ -320,6 +328,7 @@ def processes():
             args.ours, "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--threads",
             str(args.threads), "--min-seconds", str(args.min_seconds)] + \
         (["--onnx", args.onnx] if args.onnx else []) + \
+        (["--list"] if args.list else []) + \
         (["--shape", "x".join(map(str, args.shape))] if args.shape else [])
     runs = {n: [] for n in names}
     errors = {}
@@ -395,6 +404,7 @@ def main():
     pinned = pin_to_one_core()
     torch.set_num_threads(args.threads)
     x = example_input()
+    arg = [x] if args.list else x
     original = torch.jit.load(args.original).eval()
     peer = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.load(args.original).eval()))
     ours = xalloc.load(args.ours)
@@ -403,7 +413,7 @@ def main():
     def timed(m):
         def run():
             t0 = time.perf_counter()
-            m(x)
+            m(arg)
             return (time.perf_counter() - t0) * 1e3
         return run
 
@@ -414,8 +424,8 @@ def main():
             ort = OrtPeer(args.onnx, x, args.threads, work)
             contenders.append(("onnxruntime", ort.run))
         contenders.append(("ours", timed(ours)))
-        ref = original(x)
-        outputs = {"original": ref, "peer": peer(x), "ours": ours(x)}
+        ref = original(arg)
+        outputs = {"original": ref, "peer": peer(arg), "ours": ours(arg)}
         for _ in range(args.warmup):
             for _, run in contenders:
                 run()

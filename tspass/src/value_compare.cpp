@@ -156,6 +156,35 @@ double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
   return worst;
 }
 
+double maxSortedError(const c10::IValue& reference, const c10::IValue& x) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto a = leaves(reference);
+  const auto b = leaves(x);
+  if (a.size() != b.size())
+    return kInf;
+  auto sorted = [](const at::Tensor& t) {
+    if (!t.defined() || t.is_mkldnn() || t.is_complex())
+      return t;
+    const at::Tensor flat =
+        t.scalar_type() == at::kBool ? t.reshape({-1}).to(at::kByte) : t.reshape({-1});
+    return std::get<0>(flat.sort(/*stable=*/false, /*dim=*/0));
+  };
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double e = 0;
+    if (a[i].isTensor() && b[i].isTensor()) {
+      const at::Tensor &x0 = a[i].toTensor(), &y0 = b[i].toTensor();
+      e = x0.defined() && y0.defined() && x0.sizes() == y0.sizes()
+              ? tensorError(sorted(x0), sorted(y0))
+              : tensorError(x0, y0);
+    } else {
+      e = bitwiseEqual(a[i], b[i]) ? 0.0 : kInf;
+    }
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
 double maxRelativeError(const std::vector<c10::IValue>& reference,
                         const std::vector<c10::IValue>& x) {
   if (reference.size() != x.size())

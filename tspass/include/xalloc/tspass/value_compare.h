@@ -21,6 +21,11 @@ bool bitwiseEqual(const std::vector<c10::IValue>& a, const std::vector<c10::IVal
 /// tensors and other values count 0 when equal and +inf when not; so do tensors of other sizes
 /// or dtypes. 0 means the same values (not necessarily the same bits of -0 / NaN).
 double maxRelativeError(const c10::IValue& reference, const c10::IValue& x);
+
+/// maxRelativeError of each tensor's values sorted (flattened, NaN last): the outputs compared as
+/// multisets, blind to order. For outputs whose order the model itself does not hold (top-k and
+/// NMS put nearly equal scores in either order: one ulp of a detector's input swaps them).
+double maxSortedError(const c10::IValue& reference, const c10::IValue& x);
 double maxRelativeError(const std::vector<c10::IValue>& reference,
                         const std::vector<c10::IValue>& x);
 
