@@ -21,6 +21,7 @@
 #include "xalloc/runtime/packed.h"
 
 #include "../../runtime/src/blocked_ops.h"
+#include "../../runtime/src/cpu_features.h"
 
 using namespace xalloc::runtime;
 
@@ -169,8 +170,10 @@ TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
       EXPECT_LT(relError(got, conv->referenceAdd(x, r)), 1e-5) << channels_last;
       // With relu and relu6 (clips), bit for bit the packed convolution, ATen's add and the
       // activation one after another (oneDNN's silu and hard swish are its own, as fused alone).
+      // That holds for oneDNN's AVX-512 kernels; with its AVX2 ones (an AMD EPYC without
+      // AVX-512, session 28) the fused sum differs in the last bits: within the bound above.
       const std::string act = std::string(post).size() > 4 ? std::string(post).substr(4) : "none";
-      if (act == "none" || act == "relu" || act == "relu6") {
+      if (xalloc::runtime::hasAvx512f() && (act == "none" || act == "relu" || act == "relu6")) {
         auto plain = makeConv({"plain", 16, 32, 3, 1, 1, 1, "none"});
         EXPECT_TRUE(at::equal(got, applyPostOp(at::add(plain->run(x), r), *parsePostOp(act))))
             << channels_last;
