@@ -149,14 +149,16 @@ struct Verified {
 };
 
 // Runs `method` of the model at `a` and the rewritten one (`b_bytes`, to be written to `b`) on
-// the same inputs and compares their outputs:
-// bit for bit when `tolerance` is 0, else within it. Inputs: `runs` seeded example inputs (the
+// the same inputs and compares their outputs: bit for bit when `tolerance` is 0, else within it
+// (and, `within_noise`, within float32's own noise: formats::noiseBound of what one ulp of the
+// inputs or freezing alone moves the original's). Inputs: `runs` seeded example inputs (the
 // profile's and fresh ones), or the `fixed` inputs (read from `fixed_file`) and `runs` fresh
 // inputs of the same shapes.
 Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const std::string& b,
                        const std::string& method, const std::vector<formats::InputSpec>& specs,
                        int runs, const std::vector<c10::IValue>* fixed,
-                       const std::string& fixed_file, double tolerance, bool froze) {
+                       const std::string& fixed_file, double tolerance, bool froze,
+                       bool within_noise) {
   auto ma = tspass::loadModel(a);
   auto mb = tspass::loadModelBytes(b_bytes, b);
   std::optional<tspass::LoadedModel> frozen; // the original frozen alone, made when needed
@@ -197,7 +199,7 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
     const double e = same_bits ? 0.0 : tspass::maxRelativeError(out_a, out_b);
     bool bad = !formats::withinTolerance(same_bits, e, tolerance);
     double counted = e; // the error this input counts for
-    if (bad && tolerance > 0) {
+    if (bad && tolerance > 0 && within_noise) {
       // Judged beside what the original's own outputs already move by (the references): its
       // inputs one ulp away (float32 rounding; two draws), and freezing alone (torch.jit.freeze
       // folds batch norms). A rewrite within formats::noiseBound of them adds float32's own
@@ -380,6 +382,11 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
       o.exact
           ? 0.0
           : o.tolerance.value_or(schedule.summary.tolerance.value_or(formats::kDefaultTolerance));
+  // Beside the default tolerance, float32's own noise (formats::noiseBound); an explicit
+  // --tolerance, or one the schedule was planned for, is a hard bound.
+  const bool within_noise =
+      !o.exact && !o.tolerance &&
+      (!schedule.summary.tolerance || *schedule.summary.tolerance == formats::kDefaultTolerance);
   warnIfOtherMathLibraries(schedule, o.schedule.empty() ? "<stdin>" : o.schedule);
   noteThreadCount(schedule, o.schedule.empty() ? "<stdin>" : o.schedule, o.quiet);
   if (!schedule.model.sha256.empty() && schedule.model.sha256 != model.sha256 && !o.quiet)
@@ -468,7 +475,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
     } else {
       const Verified v = verifyOutputs(o.model, bytes, o.output, o.method, verify.specs,
                                        o.verify_runs, verify.file.empty() ? nullptr : &verify.fixed,
-                                       verify.file, tolerance, froze);
+                                       verify.file, tolerance, froze, within_noise);
       if (v.problem.empty()) {
         // What was measured travels with the model: its stored schedule says it.
         extra[tspass::scheduleFileFor(o.method)] =

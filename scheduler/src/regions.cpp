@@ -48,8 +48,8 @@ bool sameRef(const formats::RegionRef& a, const formats::RegionRef& b) {
 // region's inputs moves them more (an ill-conditioned stack of layers: SSD's deepest feature
 // maps), formats::noiseBound of that: such a change is float32 rounding's own. --exact stays
 // exact.
-double regionBound(const formats::Region& g, double tolerance) {
-  return formats::noiseBound(tolerance, g.rounding_error);
+double regionBound(const formats::Region& g, const SchedOptions& o) {
+  return o.within_noise ? formats::noiseBound(o.tolerance, g.rounding_error) : o.tolerance;
 }
 
 // A candidate measured at one shape: its gain over the region as it is, and the noise margin.
@@ -67,11 +67,11 @@ Measured measure(const formats::Region& g, const RegionCandidate& c, std::int64_
   const double se = medianStandardError(c.delta_spread_ms.value_or(c.spread_ms),
                                         std::max<std::int64_t>(repeats, 5));
   m.margin = std::max({floor_ms, o.z * se, o.min_region_gain * as_is.time_ms});
-  if (!withinTolerance(c.identical_output, c.output_error, regionBound(g, o.tolerance))) {
+  if (!withinTolerance(c.identical_output, c.output_error, regionBound(g, o))) {
     if (o.tolerance > 0 && c.output_error) {
       m.why = "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, beyond the " +
               "tolerance " + fmtSci(o.tolerance);
-      if (g.rounding_error)
+      if (g.rounding_error && o.within_noise)
         m.why += " and beyond twice what one ulp of its inputs moves them (" +
                  fmtSci(*g.rounding_error) + ")";
       if (std::isfinite(*c.output_error) && *c.output_error <= formats::kMaxTolerance)
@@ -247,7 +247,7 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
       }
       if (!best->identical_output && best->output_error) {
         d.reason += "; outputs within " + fmtSci(*best->output_error) + " of their scale";
-        if (*best->output_error > o.tolerance && g.rounding_error)
+        if (*best->output_error > o.tolerance && g.rounding_error && o.within_noise)
           d.reason += ", within twice what one ulp of its inputs moves them (" +
                       fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
       }

@@ -71,6 +71,7 @@ int runXsched(const XschedOptions& o) {
   so.limits.time_limit_ms = o.time_limit_ms;
   formats::checkToleranceFlags(o.tolerance, o.exact, "xsched");
   so.tolerance = o.exact ? 0.0 : o.tolerance.value_or(formats::kDefaultTolerance);
+  so.within_noise = !o.exact && !o.tolerance;
 
   // Documents come from the named files, or from the stream on stdin for what is not named.
   std::optional<formats::DocumentSet> stream;

@@ -53,6 +53,9 @@ class Scaled(torch.nn.Module):
 class Keyed(torch.nn.Module):
     def forward(self, d: Dict[str, torch.Tensor]):
         return d["a"].t() @ d["b"]
+class KeyedOne(torch.nn.Module):
+    def forward(self, d: Dict[str, torch.Tensor]):
+        return d["a"].t().contiguous() + 1
 class Warned(torch.nn.Module):
     def forward(self, x):
         warnings.warn("x is ignored in scripting")
@@ -62,6 +65,7 @@ class Listed(torch.nn.Module):  # like a detection model's images: List[Tensor]
         return images[0].t() @ images[-1]
 torch.jit.script(Scaled()).save(sys.argv[1] + "/scaled.pt")
 torch.jit.script(Keyed()).save(sys.argv[1] + "/keyed.pt")
+torch.jit.script(KeyedOne()).save(sys.argv[1] + "/keyed-one.pt")
 torch.jit.script(Listed()).save(sys.argv[1] + "/listed.pt")
 torch.jit.script(Warned()).save(sys.argv[1] + "/warned.pt")
 torch.save((torch.randn(3, 3), torch.randn(3, 3)), sys.argv[1] + "/listed2.in")
@@ -122,7 +126,7 @@ xrewrite "$WORK/warned.pt" -s "$WORK/warned.json" -o "$WORK/warned.opt.pt" 2>>"$
 ! grep -q 'InitGoogleLogging\|UserWarning' "$WORK/warned.log" || fail "warned: $(cat "$WORK/warned.log")"
 # A one-element dict or list (Python pickles them with SETITEM / APPEND, which libtorch 1.13's
 # unpickler does not read) is read as Python wrote it: the model is given that dict.
-xprof "$WORK/keyed.pt" --input-file "$WORK/keyed1.in" -o "$WORK/keyed1.json" "${QUICK[@]}" ||
+xprof "$WORK/keyed-one.pt" --input-file "$WORK/keyed1.in" -o "$WORK/keyed1.json" "${QUICK[@]}" ||
   fail "a dict of one element from --input-file"
 "$XALLOC_PYTHON" -c 'import json, sys; assert [3, 3] in [r["sizes"] for r in json.load(open(sys.argv[1]))["records"]]' \
   "$WORK/keyed1.json" || fail "keyed1: the dict's tensor was not run"

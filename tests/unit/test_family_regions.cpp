@@ -141,7 +141,7 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
   EXPECT_EQ(countNodes(*g, "aten::conv3d"), 0u);
   const c10::IValue after = runGraph(g, in);
   ASSERT_FALSE(after.toTensor().is_mkldnn());
-  EXPECT_LE(maxRelativeError(before, after), 1e-5);
+  EXPECT_LE(maxRelativeError(before, after), 1e-4); // oneDNN sums in another order
   // The blocked constant checks a 3-D convolution's numbers as ATen does.
   EXPECT_THROW(runtime::MkldnnConstant(at::randn({4, 2, 3, 3, 3}), {1, 1, 1, 1, 1, 1, 1, 1, 1, 3}),
                c10::Error); // groups 3 does not divide 4 outputs

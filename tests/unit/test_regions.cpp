@@ -95,7 +95,7 @@ TEST(RegionLayouts, TraitsRowsAndLayoutObjectsAreOneTable) {
     for (const auto& c : cands)
       EXPECT_TRUE(c.traits().fits(rank)) << c.name() << " at rank " << rank;
   }
-  EXPECT_EQ(regionCandidates(5).size(), 2u); // contiguous, channels_last_3d
+  EXPECT_EQ(regionCandidates(5).size(), 3u); // contiguous, channels_last_3d, blocked
 }
 
 TEST(Regions, TinyCnnIsOneRegionFromStemToPooling) {

@@ -80,6 +80,10 @@ struct SchedOptions {
   /// How far a consumer's outputs may move when its input's layout changes: max |new - as-is|
   /// over max |as-is| per output, as xprof measured it. 0: bit-identical only (--exact).
   double tolerance = formats::kDefaultTolerance;
+  /// Whether a region may also move its outputs within float32's own noise
+  /// (formats::noiseBound of its rounding_error): with the default tolerance; an explicit
+  /// --tolerance (or --exact) is a hard bound.
+  bool within_noise = true;
 };
 
 /// formats::withinTolerance (the one accept rule) of a consumer's measured change.
