@@ -35,7 +35,7 @@ PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" SHAPES="$(SHAPES)" THREAD
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer check-sanitize fuzz format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer bench-families check-sanitize fuzz format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -80,6 +80,10 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 bench-peer: build ## original / peer / ours on public models (C++), then with ONNX Runtime in Python, one thread
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
+
+bench-families: tools ## detectors, segmenters and video models: xprof's time, original / peers / ours in fresh processes
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_python
+	@BIN=$(BIN) OUT=$(OUT)/bench-families bash bench/families.sh
 
 check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan, its packed ops under ASan+UBSan
 	@bash scripts/sanitize.sh build-asan

@@ -111,7 +111,22 @@ def output_error(ref, y):
         a = a[:1]
     if len(a) != len(b) or not a:
         return float("inf")
+    if args.list:
+        # A detector's detections: its own top-k and NMS reorder nearly equal scores under one
+        # ulp of its input, so they are compared blind to order (xrewrite's maxSortedError).
+        def flat(t):
+            t = t.flatten()
+            return t.sort().values if t.dtype != torch.bool else t.to(torch.uint8).sort().values
+        return max(element_error(flat(p), flat(q)) if p.shape == q.shape else float("inf")
+                   for p, q in zip(a, b))
     return max(element_error(p, q) for p, q in zip(a, b))
+
+
+def wrong_above():
+    """Beyond this error a contender is marked WRONG: the default tolerance; for a detector's
+    detections compared blind to order, 1e-2 (the original's own move by ~5e-4 under one ulp of
+    its input or under freezing: top-k and NMS)."""
+    return 1e-2 if args.list else 1e-4
 
 
 def element_error(ref, y):
@@ -364,7 +379,7 @@ def processes():
                      "rss_mib": median([r["rss_mib"] for r in runs[n]]),
                      "peak_mib": median([r["peak_mib"] for r in runs[n]]),
                      "vs_original": orig / median(p50s), "max_error": errors[n],
-                     "wrong": not errors[n] <= 1e-4})
+                     "wrong": not errors[n] <= wrong_above()})
     model = os.path.basename(args.original).removesuffix(".pt")
     print(f"{model}: {args.processes} fresh processes per contender, at least {args.rounds} calls "
           f"and {args.min_seconds:g} s each" +
@@ -446,7 +461,7 @@ def main():
         rows.append({"name": name, "median_ms": ts[len(ts) // 2],
                      "p90_ms": ts[min(len(ts) - 1, (9 * len(ts)) // 10)],
                      "vs_original": ratios[len(ratios) // 2], "max_error": err,
-                     "wrong": not err <= 1e-4})
+                     "wrong": not err <= wrong_above()})
     model = os.path.basename(args.original).removesuffix(".pt")
     where = f", all on CPU {pinned}" if pinned is not None else ""
     print(f"{model}: {args.rounds} rounds, {args.threads} thread(s), in Python{where}")

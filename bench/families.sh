@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `make bench-families`: detectors, segmenters and video models as their users call them
+# (bench/family_models.py: weights whose outputs depend on the input; a detector given a list of
+# one 3x320x320 image, segmentation 1x3x320x320, video 1x3x8x112x112). For each: the default
+# pipeline as `make profile rewrite` runs it (xprof --freeze, timed: its first run, with an empty
+# timing database of its own), then each contender alone in PROCESSES fresh Python processes
+# (bench/python_peers.py --processes: the original, the TorchScript peer, ONNX Runtime where the
+# model exports, ours), one thread. Prints one table: medians, ours over each, errors.
+#
+#   MODELS="r3d_18 fcn_resnet50" PROCESSES=3 RUNS=20 make bench-families
+set -euo pipefail
+BIN=${BIN:-build/bin}
+OUT=${OUT:-data/tmp/bench-families}
+RUNS=${RUNS:-20}
+THREADS=${THREADS:-1}
+PROCESSES=${PROCESSES:-3}
+MODELS=${MODELS:-"ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn retinanet_resnet50_fpn fcn_resnet50 deeplabv3_mobilenet_v3_large lraspp_mobilenet_v3_large r3d_18 r2plus1d_18 vgg11_bn"}
+PY=${PY:-/usr/bin/python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+export PATH="$BIN:$PATH"
+ORT=1
+bash "$HERE/../scripts/install-ort.sh" || { echo "bench-families: no ONNX Runtime (npm): its column is left out" >&2; ORT=0; }
+echo "backend: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3), threads $THREADS"
+results=()
+# shellcheck disable=SC2086
+for model in $("$PY" "$HERE/family_models.py" --onnx "$OUT/models" $MODELS); do
+  name=$(basename "$model" .pt)
+  d="$OUT/$name"
+  mkdir -p "$d"
+  echo "== $name"
+  list=()
+  [[ $name == ssd* || $name == retinanet* || $name == fasterrcnn* || $name == maskrcnn* ||
+     $name == fcos* || $name == keypointrcnn* ]] && list=(--list)
+  start=$(date +%s.%N)
+  xprof "$model" --threads "$THREADS" --freeze --db "$d/timings.sqlite" -q -o "$d/profile.json"
+  "$PY" -c 'import sys, time; print(f"xprof: {time.time() - float(sys.argv[1]):.1f} s (first run)")' "$start" |
+    tee "$d/xprof-seconds.txt"
+  xcost "$d/profile.json" | xsched --form fast -o "$d/schedule.json"
+  xrewrite "$model" -s "$d/schedule.json" --freeze -o "$d/ours.pt" 2>&1 | grep -v '^warning: the model warns' |
+    grep -E '^xrewrite: (outputs|[0-9]+ applied)' || true
+  onnx=()
+  [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
+  "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" "${list[@]}" \
+    --rounds "$RUNS" --threads "$THREADS" --processes "$PROCESSES" --json "$d/processes.json"
+  results+=("$d")
+done
+
+"$PY" - "${results[@]}" <<'PY'
+import json, math, os, sys
+print()
+print(f"{'model':<40} {'xprof s':>7} {'original':>9} {'peer':>8} {'ORT':>8} {'ours':>8} "
+      f"{'/orig':>6} {'/peer':>6} {'/ORT':>6}  errors (peer, ORT, ours)")
+geo = {"orig": [], "peer": [], "ort": []}
+for d in sys.argv[1:]:
+    p = json.load(open(os.path.join(d, "processes.json")))
+    c = {r["name"]: r for r in p["contenders"]}
+    secs = open(os.path.join(d, "xprof-seconds.txt")).read().split()[1]
+    ms = {k: c[k]["median_ms"] if k in c else None for k in ("original", "peer", "onnxruntime", "ours")}
+    def ratio(k):
+        return ms[k] / ms["ours"] if ms[k] else None
+    r = {"orig": ratio("original"), "peer": ratio("peer"), "ort": ratio("onnxruntime")}
+    for k, v in r.items():
+        if v:
+            geo[k].append(math.log(v))
+    fmt = lambda v, w=8, f=".2f": f"{v:>{w}{f}}" if v else f"{'-':>{w}}"
+    errs = ", ".join(f"{c[k]['max_error']:.0e}" if k in c else "-" for k in ("peer", "onnxruntime", "ours"))
+    print(f"{os.path.basename(d):<40} {secs:>7} {fmt(ms['original'], 9)} {fmt(ms['peer'])} "
+          f"{fmt(ms['onnxruntime'])} {fmt(ms['ours'])} {fmt(r['orig'], 5)}x {fmt(r['peer'], 5)}x "
+          f"{fmt(r['ort'], 5)}x  {errs}")
+for k, name in (("orig", "the original"), ("peer", "the TorchScript peer"), ("ort", "ONNX Runtime")):
+    if geo[k]:
+        print(f"ours over {name}: {math.exp(sum(geo[k]) / len(geo[k])):.2f}x geometric mean "
+              f"over {len(geo[k])} models")
+PY
