@@ -156,6 +156,20 @@ private:
     return past;
   }
 
+  // --budget: milliseconds left of it (-1: no budget).
+  double budgetLeftMs() const {
+    if (o_.budget_s <= 0)
+      return -1;
+    const double spent =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+            .count();
+    return std::max(0.0, o_.budget_s * 1e3 - spent);
+  }
+  // A region's round of candidates slower than this warms up once; under --budget a candidate
+  // more than kHopeless times the region as it is then is timed no further.
+  static constexpr double kSlowRoundMs = 1000;
+  static constexpr double kHopeless = 1.25;
+
   const ProfileOptions& o_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable bool budget_spent_ = false; // something was left untimed: the profile is not memoized

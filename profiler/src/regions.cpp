@@ -237,14 +237,49 @@ void Profiler::measureRegions() {
     for (std::size_t i = 0; i < runs.size(); ++i)
       if (runs[i].fn)
         live.push_back(i);
+    // Warm-up rounds, each candidate's last one kept: a slow region (a detector's backbone at
+    // 1.5 s a run) warms up once, and under --budget a candidate far slower than the region as
+    // it is is timed no further.
+    std::vector<double> warm(runs.size(), 0);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int w = 0; w < std::max(o_.warmup, 2); ++w)
-      for (std::size_t i : live)
+    int warmups = 0;
+    for (int w = 0; w < std::max(o_.warmup, 2); ++w) {
+      for (std::size_t i : live) {
+        const auto s = std::chrono::steady_clock::now();
         (void)runOnce(*runs[i].fn, runs[i].inputs);
-    const double round_ms = msSince(t0) / std::max(o_.warmup, 2);
+        warm[i] = msSince(s);
+      }
+      ++warmups;
+      if (o_.budget_s > 0 && msSince(t0) > kSlowRoundMs)
+        break;
+    }
+    const double first_round_ms = msSince(t0) / warmups;
+    if (o_.budget_s > 0 && first_round_ms > kSlowRoundMs) {
+      std::vector<std::size_t> kept{live.front()};
+      for (std::size_t k = 1; k < live.size(); ++k) {
+        const std::size_t i = live[k];
+        if (warm[i] > kHopeless * warm[live.front()]) {
+          out.candidates[i].note =
+              "not timed further (--budget): " +
+              std::to_string(std::lround(100 * (warm[i] / warm[live.front()] - 1))) +
+              "% slower than the region as it is on its warm-up run";
+          runs[i].fn.reset();
+        } else {
+          kept.push_back(i);
+        }
+      }
+      live = kept;
+    }
+    double round_ms = 0;
+    for (std::size_t i : live)
+      round_ms += warm[i];
     // Small regions are timed more often (up to three times --repeats): their gains are a few
-    // percent of a few milliseconds, and paired rounds are cheap there.
-    const Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
+    // percent of a few milliseconds, and paired rounds are cheap there. Under --budget, no more
+    // rounds than the budget left holds (at least 3).
+    Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
+    if (const double left = budgetLeftMs(); left >= 0)
+      counts.repeats =
+          std::max(3, std::min(counts.repeats, static_cast<int>(left / std::max(round_ms, 1e-3))));
     for (int round = 0; round < counts.repeats; ++round) {
       std::vector<std::size_t> order = live;
       std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),
