@@ -37,13 +37,21 @@ for model in $("$PY" "$HERE/family_models.py" --onnx "$OUT/models" $MODELS); do
   "$PY" -c 'import sys, time; print(f"xprof: {time.time() - float(sys.argv[1]):.1f} s (first run)")' "$start" |
     tee "$d/xprof-seconds.txt"
   xcost "$d/profile.json" | xsched --form fast -o "$d/schedule.json"
-  xrewrite "$model" -s "$d/schedule.json" --freeze -o "$d/ours.pt" 2>&1 | grep -v '^warning: the model warns' |
-    grep -E '^xrewrite: (outputs|[0-9]+ applied)' || true
+  rm -f "$d/ours.pt" "$d/processes.json"
+  xrewrite "$model" -s "$d/schedule.json" --freeze -o "$d/ours.pt" 2>"$d/xrewrite.log" || true
+  grep -E '^xrewrite: (outputs|[0-9]+ applied)|error:' "$d/xrewrite.log" || true
+  if [[ ! -f $d/ours.pt ]]; then
+    echo "bench-families: $name: xrewrite wrote nothing (above): not timed" >&2
+    continue
+  fi
   onnx=()
   [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
   "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" "${list[@]}" \
     --rounds "$RUNS" --threads "$THREADS" --processes "$PROCESSES" --json "$d/processes.json"
-  results+=("$d")
+done
+# Every model measured into OUT, this run's and earlier ones' (MODELS= re-measures some).
+for d in "$OUT"/*/; do
+  [[ -f $d/processes.json ]] && results+=("${d%/}")
 done
 
 "$PY" - "${results[@]}" <<'PY'
