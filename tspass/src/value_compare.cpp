@@ -138,7 +138,11 @@ double tensorError(const at::Tensor& ref, const at::Tensor& x) {
 }
 } // namespace
 
-double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
+namespace {
+// The largest `tensor_error` over the outputs' tensors, leaf by leaf; other leaves count 0 when
+// equal and +inf when not, and so does another number of leaves.
+template <class F>
+double worstLeaf(const c10::IValue& reference, const c10::IValue& x, F tensor_error) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const auto a = leaves(reference);
   const auto b = leaves(x);
@@ -146,22 +150,20 @@ double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
     return kInf;
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    double e = 0;
-    if (a[i].isTensor() && b[i].isTensor())
-      e = tensorError(a[i].toTensor(), b[i].toTensor());
-    else
-      e = bitwiseEqual(a[i], b[i]) ? 0.0 : kInf;
+    const double e = a[i].isTensor() && b[i].isTensor()
+                         ? tensor_error(a[i].toTensor(), b[i].toTensor())
+                         : (bitwiseEqual(a[i], b[i]) ? 0.0 : kInf);
     worst = std::max(worst, e);
   }
   return worst;
 }
+} // namespace
+
+double maxRelativeError(const c10::IValue& reference, const c10::IValue& x) {
+  return worstLeaf(reference, x, tensorError);
+}
 
 double maxSortedError(const c10::IValue& reference, const c10::IValue& x) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto a = leaves(reference);
-  const auto b = leaves(x);
-  if (a.size() != b.size())
-    return kInf;
   auto sorted = [](const at::Tensor& t) {
     if (!t.defined() || t.is_mkldnn() || t.is_complex())
       return t;
@@ -169,20 +171,10 @@ double maxSortedError(const c10::IValue& reference, const c10::IValue& x) {
         t.scalar_type() == at::kBool ? t.reshape({-1}).to(at::kByte) : t.reshape({-1});
     return std::get<0>(flat.sort(/*stable=*/false, /*dim=*/0));
   };
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    double e = 0;
-    if (a[i].isTensor() && b[i].isTensor()) {
-      const at::Tensor &x0 = a[i].toTensor(), &y0 = b[i].toTensor();
-      e = x0.defined() && y0.defined() && x0.sizes() == y0.sizes()
-              ? tensorError(sorted(x0), sorted(y0))
-              : tensorError(x0, y0);
-    } else {
-      e = bitwiseEqual(a[i], b[i]) ? 0.0 : kInf;
-    }
-    worst = std::max(worst, e);
-  }
-  return worst;
+  return worstLeaf(reference, x, [&](const at::Tensor& r, const at::Tensor& y) {
+    return r.defined() && y.defined() && r.sizes() == y.sizes() ? tensorError(sorted(r), sorted(y))
+                                                                : tensorError(r, y);
+  });
 }
 
 double maxRelativeError(const std::vector<c10::IValue>& reference,
