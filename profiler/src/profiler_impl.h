@@ -149,21 +149,14 @@ private:
   bool pastBudget(double share) const {
     if (o_.budget_s <= 0)
       return false;
-    const bool past =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
-        share * o_.budget_s;
+    const bool past = msSince(start_) > share * o_.budget_s * 1e3;
     budget_spent_ = budget_spent_ || past;
     return past;
   }
 
   // --budget: milliseconds left of it (-1: no budget).
   double budgetLeftMs() const {
-    if (o_.budget_s <= 0)
-      return -1;
-    const double spent =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
-    return std::max(0.0, o_.budget_s * 1e3 - spent);
+    return o_.budget_s <= 0 ? -1 : std::max(0.0, o_.budget_s * 1e3 - msSince(start_));
   }
   // A region's round of candidates slower than this warms up once; under --budget a candidate
   // more than kHopeless times the region as it is then is timed no further.

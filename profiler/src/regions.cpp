@@ -121,25 +121,22 @@ void Profiler::measureRegions() {
       p_.regions.push_back(std::move(out));
       continue;
     }
-    for (const torch::jit::Value* v : tspass::regionEntries(r))
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
-          runner.valueOf(trace, v).toTensor().defined()) {
-        const at::Tensor& t = runner.valueOf(trace, v).toTensor();
-        out.entries.push_back(layoutOf(t));
-        if (r.rank == 4 || r.rank == 5)
-          measureEntryConversion(t, r.rank);
-      }
     // The rank was inferred where the graph does not say it (a detector's batched image): the
     // values this run gives the region decide.
     std::string wrong_rank;
     for (const torch::jit::Value* v : tspass::regionEntries(r))
       if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
-          runner.valueOf(trace, v).toTensor().defined() && (r.rank == 4 || r.rank == 5) &&
-          runner.valueOf(trace, v).toTensor().dim() != r.rank && wrong_rank.empty())
-        wrong_rank = "its input %" + v->debugName() + " is " +
-                     std::to_string(runner.valueOf(trace, v).toTensor().dim()) +
-                     "-D on these inputs, where its convolutions take " + std::to_string(r.rank) +
-                     "-D tensors";
+          runner.valueOf(trace, v).toTensor().defined()) {
+        const at::Tensor& t = runner.valueOf(trace, v).toTensor();
+        out.entries.push_back(layoutOf(t));
+        if (r.rank != 4 && r.rank != 5)
+          continue;
+        measureEntryConversion(t, r.rank); // of a tensor of the region's rank only
+        if (t.dim() != r.rank && wrong_rank.empty())
+          wrong_rank = "its input %" + v->debugName() + " is " + std::to_string(t.dim()) +
+                       "-D on these inputs, where its convolutions take " + std::to_string(r.rank) +
+                       "-D tensors";
+      }
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
       if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
