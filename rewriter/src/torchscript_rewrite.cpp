@@ -1,6 +1,8 @@
 // xrewrite for TorchScript models: anchors -> graph edits -> verified, atomically saved model.
 #include "torchscript_rewrite.h"
 
+#include "noise_verdict.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -124,12 +126,6 @@ std::vector<c10::IValue> freshLike(const std::vector<c10::IValue>& fixed, std::u
   return out;
 }
 
-std::string sci(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1e", x);
-  return buf;
-}
-
 // What verification found: the largest error over all runs, and what went wrong ("" if not).
 struct Verified {
   std::string problem;
@@ -204,9 +200,9 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
       // inputs one ulp away (float32 rounding; two draws), and freezing alone (torch.jit.freeze
       // folds batch norms). A rewrite within formats::noiseBound of them adds float32's own
       // noise and nothing else.
-      std::vector<c10::IValue> refs;
+      std::vector<c10::IValue> ulp_runs;
       for (std::uint64_t draw = 0; draw < 2; ++draw)
-        refs.push_back(
+        ulp_runs.push_back(
             run(ma, tspass::oneUlpAway(given, 2 * static_cast<std::uint64_t>(i) + draw)));
       std::optional<c10::IValue> alone;
       if (froze) {
@@ -215,59 +211,16 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
           tspass::freezeModel(*frozen, method);
         }
         alone = run(*frozen, given);
-        refs.push_back(*alone);
       }
-      auto errorOf = [&](const c10::IValue& x) {
-        return tspass::bitwiseEqual(out_a, x) ? 0.0 : tspass::maxRelativeError(out_a, x);
-      };
-      // The largest finite reference, and whether one reorders the outputs (unbounded
-      // element by element, bounded blind to order).
-      double reference = 0, sorted_reference = 0;
-      bool reorders = false;
-      std::string named = "one ulp of the inputs";
-      for (std::size_t k = 0; k < refs.size(); ++k) {
-        const double r = errorOf(refs[k]);
-        if (std::isfinite(r) && r > reference) {
-          reference = r;
-          named = k < 2 ? "one ulp of the inputs" : "freezing alone (torch.jit.freeze)";
+      const NoiseVerdict n = judgeBesideNoise(out_a, out_b, e, tolerance, ulp_runs, alone);
+      if (n.within) {
+        bad = false;
+        counted = n.counted;
+        v.unordered = v.unordered || n.unordered;
+        if (n.bound >= v.bound) {
+          v.bound = n.bound;
+          v.bound_why = n.why;
         }
-        reorders = reorders || !std::isfinite(r);
-        const double s = tspass::maxSortedError(out_a, refs[k]);
-        if (std::isfinite(s))
-          sorted_reference = std::max(sorted_reference, s);
-      }
-      double bound = tolerance;
-      std::string why;
-      if (alone && tspass::bitwiseEqual(*alone, out_b)) {
-        bad = false; // nothing changed but what freezing changes
-        why = "what freezing alone (torch.jit.freeze) changes: the rewritten model's outputs are "
-              "the frozen original's, bit for bit";
-        counted = std::isfinite(e) ? e : tspass::maxSortedError(out_a, out_b);
-        bound = std::max(bound, counted);
-        v.unordered = v.unordered || !std::isfinite(e);
-      } else if (std::isfinite(e)) {
-        bound = formats::noiseBound(tolerance, reference);
-        bad = e > bound;
-        why = "twice what " + named + " moves the original's outputs (" + sci(reference) +
-              "): float32's own noise";
-      } else if (reorders) {
-        // The original's own outputs reorder under one ulp of its inputs or freezing alone
-        // (top-k and NMS put nearly equal scores in either order): compared as multisets.
-        const double sorted = tspass::maxSortedError(out_a, out_b);
-        bound = formats::noiseBound(tolerance, sorted_reference);
-        if (std::isfinite(sorted) && sorted <= bound) {
-          bad = false;
-          counted = sorted;
-          v.unordered = true;
-          why = "twice what one ulp of the inputs or freezing alone moves the original's (" +
-                sci(sorted_reference) +
-                "), which reorder its outputs as this does (top-k and NMS put nearly equal "
-                "scores in either order)";
-        }
-      }
-      if (!bad && !why.empty() && bound >= v.bound) {
-        v.bound = bound;
-        v.bound_why = why;
       }
     }
     v.error = std::max(v.error, counted);

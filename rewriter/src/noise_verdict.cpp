@@ -1,0 +1,85 @@
+// judgeBesideNoise: a rewrite's change of outputs against what float32 rounding of the inputs,
+// or freezing alone, already does to the original's.
+#include "noise_verdict.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "xalloc/formats/schedule.h"
+#include "xalloc/tspass/value_compare.h"
+
+namespace xalloc::rewriter {
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", x);
+  return buf;
+}
+
+NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b, double error,
+                              double tolerance, const std::vector<c10::IValue>& ulp_runs,
+                              const std::optional<c10::IValue>& frozen_alone) {
+  NoiseVerdict v;
+  v.counted = error;
+  v.bound = tolerance;
+  if (frozen_alone && tspass::bitwiseEqual(*frozen_alone, out_b)) {
+    // Nothing changed but what freezing changes.
+    v.within = true;
+    v.unordered = !std::isfinite(error);
+    v.counted = v.unordered ? tspass::maxSortedError(out_a, out_b) : error;
+    v.bound = std::max(tolerance, v.counted);
+    v.why = "what freezing alone (torch.jit.freeze) changes: the rewritten model's outputs are "
+            "the frozen original's, bit for bit";
+    return v;
+  }
+  std::vector<const c10::IValue*> refs;
+  for (const c10::IValue& r : ulp_runs)
+    refs.push_back(&r);
+  if (frozen_alone)
+    refs.push_back(&*frozen_alone);
+  // The largest finite reference, and whether one reorders the outputs.
+  double reference = 0;
+  bool reorders = false;
+  std::string named = "one ulp of the inputs";
+  for (std::size_t k = 0; k < refs.size(); ++k) {
+    const double r =
+        tspass::bitwiseEqual(out_a, *refs[k]) ? 0.0 : tspass::maxRelativeError(out_a, *refs[k]);
+    if (std::isfinite(r) && r > reference) {
+      reference = r;
+      named = k < ulp_runs.size() ? "one ulp of the inputs" : "freezing alone (torch.jit.freeze)";
+    }
+    reorders = reorders || !std::isfinite(r);
+  }
+  if (std::isfinite(error)) {
+    v.bound = formats::noiseBound(tolerance, reference);
+    v.within = error <= v.bound;
+    if (v.within)
+      v.why = "twice what " + named + " moves the original's outputs (" + sci(reference) +
+              "): float32's own noise";
+    return v;
+  }
+  if (!reorders)
+    return v;
+  // The original's own outputs reorder under one ulp of its inputs or freezing alone (top-k
+  // and NMS put nearly equal scores in either order): compared as multisets.
+  double sorted_reference = 0;
+  for (const c10::IValue* r : refs) {
+    const double s = tspass::maxSortedError(out_a, *r);
+    if (std::isfinite(s))
+      sorted_reference = std::max(sorted_reference, s);
+  }
+  const double sorted = tspass::maxSortedError(out_a, out_b);
+  v.bound = formats::noiseBound(tolerance, sorted_reference);
+  if (std::isfinite(sorted) && sorted <= v.bound) {
+    v.within = true;
+    v.counted = sorted;
+    v.unordered = true;
+    v.why = "twice what one ulp of the inputs or freezing alone moves the original's (" +
+            sci(sorted_reference) +
+            "), which reorder its outputs as this does (top-k and NMS put nearly equal scores in "
+            "either order)";
+  }
+  return v;
+}
+
+} // namespace xalloc::rewriter
