@@ -18,6 +18,8 @@ const std::vector<LayoutTraits>& regionLayoutTraits() {
       {"channels_last+packed", LayoutTarget::ChannelsLast, true, {4}, true, true},
       {"channels_last+packed+add", LayoutTarget::ChannelsLast, true, {4}, true, true},
       {"channels_last_3d", LayoutTarget::ChannelsLast3d, false, {5}, false, false},
+      {"channels_last_3d+packed", LayoutTarget::ChannelsLast3d, true, {5}, true, true},
+      {"channels_last_3d+packed+add", LayoutTarget::ChannelsLast3d, true, {5}, true, true},
       {"blocked", LayoutTarget::Blocked, false, {4, 5}, true, false},
   };
   return rows;

@@ -58,12 +58,15 @@ __attribute__((target("avx512f"))) void interleave3(const float* p0, const float
 } // namespace
 
 at::Tensor toChannelsLast(const at::Tensor& x) {
-  constexpr auto cl = at::MemoryFormat::ChannelsLast;
-  if (!x.defined() || x.dim() != 4 || x.is_contiguous(cl) || !x.is_contiguous() ||
-      x.scalar_type() != at::kFloat || x.layout() != at::kStrided || !x.device().is_cpu() ||
-      x.is_neg() || x.is_conj() || x.requires_grad() || x.numel() == 0)
+  if (!x.defined() || (x.dim() != 4 && x.dim() != 5))
+    return x.contiguous(at::MemoryFormat::ChannelsLast);
+  const auto cl = x.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
+  if (x.is_contiguous(cl) || !x.is_contiguous() || x.scalar_type() != at::kFloat ||
+      x.layout() != at::kStrided || !x.device().is_cpu() || x.is_neg() || x.is_conj() ||
+      x.requires_grad() || x.numel() == 0)
     return x.contiguous(cl);
-  const std::int64_t n = x.size(0), c = x.size(1), hw = x.size(2) * x.size(3);
+  // The spatial dimensions as one: NCDHW is N, C, (D*H*W) as NCHW is N, C, (H*W).
+  const std::int64_t n = x.size(0), c = x.size(1), hw = x.numel() / (n * c);
   if (c != 3 && c < 16)
     return x.contiguous(cl);
   at::Tensor out = at::empty(x.sizes(), x.options().memory_format(cl));
@@ -90,7 +93,7 @@ at::Tensor toChannelsLast(const at::Tensor& x) {
     return out;
   }
   // The NHWC view of x as batches of the [c, hw] matrix transposed.
-  const at::Tensor nhwc = x.permute({0, 2, 3, 1});
+  const at::Tensor nhwc = x.reshape({n, c, hw, 1}).permute({0, 2, 3, 1});
   const auto tr = asBatchedTranspose(nhwc.sizes().data(), nhwc.strides().data(), nhwc.dim());
   if (!tr)
     return x.contiguous(cl);

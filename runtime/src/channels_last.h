@@ -12,9 +12,10 @@
 
 namespace xalloc::runtime {
 
-/// x.contiguous(at::MemoryFormat::ChannelsLast), the same values and the same rules: x itself
-/// when it is channels-last already, ATen's own conversion for anything but a dense float NCHW
-/// 4-D CPU tensor that wants no gradient.
+/// x.contiguous(at::MemoryFormat::ChannelsLast) for a 4-D x, ChannelsLast3d for a 5-D one (NCDHW
+/// to NDHWC), the same values and the same rules: x itself when it is channels-last already,
+/// ATen's own conversion for anything but a dense float NCHW or NCDHW CPU tensor that wants no
+/// gradient.
 at::Tensor toChannelsLast(const at::Tensor& x);
 
 } // namespace xalloc::runtime

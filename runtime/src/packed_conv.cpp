@@ -1,8 +1,9 @@
-// xalloc::conv2d_packed and xalloc::conv2d_packed_add: frozen convolutions whose weights oneDNN
-// packs once per input shape (a bounded LRU of shapes; shapes whose kernels read the same packed
-// layout share one copy of the weight), with the activation after them fused, and a residual
-// added in the same pass (packed.h). Each call runs the shared primitive with a scratchpad of
-// its own thread, so any number of threads may call one op at once.
+// xalloc::conv2d_packed, xalloc::conv3d_packed and their _add forms: frozen 2-D and 3-D
+// convolutions whose weights oneDNN packs once per input shape (a bounded LRU of shapes; shapes
+// whose kernels read the same packed layout share one copy of the weight), with the activation
+// after them fused, and a residual added in the same pass (packed.h). Activations are
+// channels-last (NHWC, NDHWC). Each call runs the shared primitive with a scratchpad of its own
+// thread, so any number of threads may call one op at once.
 #include <string>
 #include <vector>
 
@@ -20,46 +21,70 @@
 namespace xalloc::runtime {
 
 namespace {
-constexpr const char* kConv = "xalloc::conv2d_packed";
+const char* convOpName(std::int64_t dims, bool add) {
+  if (dims == 3)
+    return add ? "xalloc::conv3d_packed_add" : "xalloc::conv3d_packed";
+  return add ? "xalloc::conv2d_packed_add" : "xalloc::conv2d_packed";
+}
 
-// ATen's checks of a conv2d input (3-D unbatched or 4-D), in ATen's words where they exist.
+at::MemoryFormat channelsLastOf(std::int64_t dims) {
+  return dims == 3 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+}
+
+// ATen's checks of a convolution's input (unbatched or batched), in ATen's words where they
+// exist; `dims` spatial dimensions.
 [[maybe_unused]] void checkConvInput(const at::Tensor& x, const PackedConv& c) {
-  detail::checkInput(x, kConv);
-  TORCH_CHECK(x.dim() == 4, kConv,
-              ": expected a 3-D (unbatched) or 4-D (batched) input, but got "
-              "input of size: ",
-              x.sizes());
+  const std::int64_t dims = c.spatialDims();
+  const char* who = convOpName(dims, c.residual);
+  detail::checkInput(x, who);
+  TORCH_CHECK(x.dim() == dims + 2, who, ": expected a ", dims + 1, "-D (unbatched) or ", dims + 2,
+              "-D (batched) input, but got input of size: ", x.sizes());
   const auto& w = c.weight.sizes();
-  TORCH_CHECK(x.size(1) == w[1] * c.groups, kConv, ": given groups=", c.groups, ", weight of size ",
+  TORCH_CHECK(x.size(1) == w[1] * c.groups, who, ": given groups=", c.groups, ", weight of size ",
               w, ", expected input", x.sizes(), " to have ", w[1] * c.groups, " channels, but got ",
               x.size(1), " channels instead");
-  TORCH_CHECK(x.size(0) == 0 || (x.size(2) > 0 && x.size(3) > 0), kConv,
+  bool empty = false;
+  for (std::int64_t d = 0; d < dims; ++d)
+    empty = empty || x.size(2 + d) == 0;
+  TORCH_CHECK(x.size(0) == 0 || !empty, who,
               ": only zero batch inputs may be empty, but got input shape: ", x.sizes());
-  for (int d = 0; d < 2; ++d) {
+  for (std::int64_t d = 0; d < dims; ++d) {
     const std::int64_t padded = x.size(2 + d) + 2 * c.padding[d];
     const std::int64_t span = c.dilation[d] * (w[2 + d] - 1) + 1;
-    TORCH_CHECK(padded >= span, kConv, ": calculated padded input size per channel: (",
-                x.size(2) + 2 * c.padding[0], " x ", x.size(3) + 2 * c.padding[1],
-                "). Kernel size: (", c.dilation[0] * (w[2] - 1) + 1, " x ",
-                c.dilation[1] * (w[3] - 1) + 1,
-                "). Kernel size can't be greater than actual input size");
+    TORCH_CHECK(padded >= span, who, ": calculated padded input size per channel in dimension ", d,
+                ": ", padded, ". Kernel size: ", span,
+                ". Kernel size can't be greater than actual input size");
   }
 }
 
 [[maybe_unused]] std::vector<std::int64_t> convOutputSizes(const at::Tensor& x,
                                                            const PackedConv& c) {
-  std::vector<std::int64_t> out{x.size(0), c.weight.size(0), 0, 0};
-  for (int d = 0; d < 2; ++d)
-    out[2 + d] =
+  const std::int64_t dims = c.spatialDims();
+  std::vector<std::int64_t> out{x.size(0), c.weight.size(0)};
+  for (std::int64_t d = 0; d < dims; ++d)
+    out.push_back(
         (x.size(2 + d) + 2 * c.padding[d] - c.dilation[d] * (c.weight.size(2 + d) - 1) - 1) /
             c.stride[d] +
-        1;
+        1);
   return out;
 }
 } // namespace
 
 at::Tensor PackedConv::atenConv(const at::Tensor& x) const {
-  return at::conv2d(x, weight, bias ? *bias : at::Tensor(), stride, padding, dilation, groups);
+  const at::Tensor b = bias ? *bias : at::Tensor();
+  if (spatialDims() == 3)
+    return at::conv3d(x, weight, b, stride, padding, dilation, groups);
+  return at::conv2d(x, weight, b, stride, padding, dilation, groups);
+}
+
+std::int64_t PackedConv::spatialDims() const {
+  return weight.dim() - 2;
+}
+
+void PackedConv::checkCalledAs(std::int64_t dims, bool add) const {
+  TORCH_CHECK(spatialDims() == dims, convOpName(dims, add), ": this packed convolution is ",
+              spatialDims(), "-D (a weight of sizes ", weight.sizes(), "): call ",
+              convOpName(spatialDims(), add));
 }
 
 at::Tensor PackedConv::reference(const at::Tensor& x) const {
@@ -71,7 +96,6 @@ at::Tensor PackedConv::referenceAdd(const at::Tensor& x, const at::Tensor& r) co
 }
 
 namespace {
-constexpr const char* kConvAdd = "xalloc::conv2d_packed_add";
 // "add+relu" -> a residual, then relu; "relu" -> relu alone.
 struct ConvPost {
   bool residual = false;
@@ -103,19 +127,28 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     return p;
   using dnnl::memory;
   const auto& w = weight.sizes();
-  const std::int64_t oc = w[0], kh = w[2], kw = w[3];
+  const std::int64_t oc = w[0];
+  const bool is3d = spatialDims() == 3;
   auto p = std::make_shared<Prepared>();
   p->output_sizes = convOutputSizes(x, *this);
   const auto f32 = memory::data_type::f32;
-  p->src = memory::desc(key, f32, memory::format_tag::nhwc);
-  p->dst = memory::desc(p->output_sizes, f32, memory::format_tag::nhwc);
-  const memory::dims wdims =
-      groups > 1 ? memory::dims{groups, oc / groups, w[1], kh, kw} : memory::dims{oc, w[1], kh, kw};
+  const auto act = is3d ? memory::format_tag::ndhwc : memory::format_tag::nhwc;
+  p->src = memory::desc(key, f32, act);
+  p->dst = memory::desc(p->output_sizes, f32, act);
+  // [groups,] out/groups, in/groups, spatial...
+  memory::dims wdims(w.begin(), w.end());
+  if (groups > 1) {
+    wdims[0] = oc / groups;
+    wdims.insert(wdims.begin(), groups);
+  }
   const memory::desc w_any(wdims, f32, memory::format_tag::any);
   p->bias = memory::desc({oc}, f32, memory::format_tag::x);
-  const memory::dims strides{stride[0], stride[1]};
-  const memory::dims dil{dilation[0] - 1, dilation[1] - 1};
-  const memory::dims pad{padding[0], padding[1]};
+  memory::dims strides, dil, pad;
+  for (std::int64_t d = 0; d < spatialDims(); ++d) {
+    strides.push_back(stride[d]);
+    dil.push_back(dilation[d] - 1);
+    pad.push_back(padding[d]);
+  }
   const auto desc =
       bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                              dnnl::algorithm::convolution_direct, p->src, w_any,
@@ -127,28 +160,32 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
                                                      engine());
   p->primitive = dnnl::convolution_forward(pd);
   p->scratch = pd.scratchpad_desc();
-  const memory::desc plain(wdims, f32,
-                           groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
+  const memory::desc plain(
+      wdims, f32,
+      is3d ? (groups > 1 ? memory::format_tag::goidhw : memory::format_tag::oidhw)
+           : (groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw));
   p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(),
                              [&] { return packInto(plain, weight.data_ptr(), pd.weights_desc()); });
   return cache_.insert(std::move(key), std::move(p));
 }
 
 at::Tensor PackedConv::run(const at::Tensor& x_in) {
-  TORCH_CHECK(!residual, kConv, ": this packed convolution adds a residual (its post-op is '",
-              std::get<6>(state()), "'): call ", kConvAdd);
+  TORCH_CHECK(!residual, convOpName(spatialDims(), false),
+              ": this packed convolution adds a residual (its post-op is '", std::get<6>(state()),
+              "'): call ", convOpName(spatialDims(), true));
   return runChecked(x_in, nullptr);
 }
 
 at::Tensor PackedConv::runAdd(const at::Tensor& x_in, const at::Tensor& r) {
-  TORCH_CHECK(residual, kConvAdd, ": this packed convolution adds no residual (its post-op is '",
-              postOpName(post), "'): call ", kConv);
+  TORCH_CHECK(residual, convOpName(spatialDims(), true),
+              ": this packed convolution adds no residual (its post-op is '", postOpName(post),
+              "'): call ", convOpName(spatialDims(), false));
   return runChecked(x_in, &r);
 }
 
 at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in) {
   detail::checkOnCpu(weight, "xalloc.PackedConv", "weight");
-  if (x_in.defined() && x_in.dim() == 3) {
+  if (x_in.defined() && x_in.dim() == spatialDims() + 1) {
     // Unbatched: the residual as ATen would broadcast it against the unbatched output.
     if (!r_in)
       return runChecked(x_in.unsqueeze(0), nullptr).squeeze(0);
@@ -165,13 +202,13 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
         detail::wantsGradient(r) || x.size(0) == 0)
       return referenceAdd(x_in, r);
   }
+  const at::MemoryFormat cl = channelsLastOf(spatialDims());
   if (x.size(0) == 0)
-    return at::empty(out_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
+    return at::empty(out_sizes, x.options().memory_format(cl));
   if (detail::needsReference(x, detail::eatsNaN(post), bounds_))
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   const auto p = prepare(x);
-  at::Tensor out =
-      at::empty(p->output_sizes, x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  at::Tensor out = at::empty(p->output_sizes, x.options().memory_format(cl));
   if (r_in) {
     out.copy_(*r_in); // the sum post-op adds the convolution to what the output holds
     // A residual that is not finite meets an activation that turns NaN into a number.
@@ -191,13 +228,14 @@ std::size_t PackedConv::packedWeights() const {
 
 struct PackedConv::Prepared {};
 at::Tensor PackedConv::run(const at::Tensor&) {
-  TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
+  TORCH_CHECK(false, convOpName(spatialDims(), false), ": this runtime was built without oneDNN");
 }
 at::Tensor PackedConv::runAdd(const at::Tensor&, const at::Tensor&) {
-  TORCH_CHECK(false, kConvAdd, ": this runtime was built without oneDNN");
+  TORCH_CHECK(false, convOpName(spatialDims(), true), ": this runtime was built without oneDNN");
 }
 at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*) {
-  TORCH_CHECK(false, kConv, ": this runtime was built without oneDNN");
+  TORCH_CHECK(false, convOpName(spatialDims(), residual),
+              ": this runtime was built without oneDNN");
 }
 std::size_t PackedConv::packedWeights() const {
   return 0;
@@ -218,11 +256,14 @@ PackedConv::PackedConv(at::Tensor weight_in, c10::optional<at::Tensor> bias_in,
       cache_(packedCacheCapacity()) {
   constexpr const char* who = "xalloc.PackedConv";
   detail::checkStoredTensor(weight, who, "weight");
-  TORCH_CHECK(weight.dim() == 4, who, ": needs a 4-D weight (out, in/groups, kh, kw), got ",
+  TORCH_CHECK(weight.dim() == 4 || weight.dim() == 5, who,
+              ": needs a 4-D weight (out, in/groups, kh, kw) or a 5-D one (out, in/groups, kd, kh, "
+              "kw), got ",
               weight.sizes());
-  for (std::int64_t d = 0; d < 4; ++d)
+  for (std::int64_t d = 0; d < weight.dim(); ++d)
     TORCH_CHECK(weight.size(d) >= 1, who, ": the weight has an empty dimension: ", weight.sizes());
-  detail::checkConvParams(who, stride, padding, dilation, groups, weight.size(0));
+  detail::checkConvParams(who, stride, padding, dilation, groups, weight.size(0),
+                          static_cast<std::size_t>(weight.dim() - 2));
   const ConvPost split = splitConvPost(post_op);
   residual = split.residual;
   post = detail::checkBiasAndPostOp(who, weight, bias, split.activation);

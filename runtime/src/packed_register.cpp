@@ -119,10 +119,25 @@ const auto kMkldnnConstantClass =
 
 TORCH_LIBRARY_FRAGMENT(xalloc, m) {
   m.def("conv2d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor",
-        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) { return w->run(x); });
+        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) {
+          w->checkCalledAs(2, false);
+          return w->run(x);
+        });
   m.def("conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w, Tensor "
         "residual) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w, const at::Tensor& r) {
+          w->checkCalledAs(2, true);
+          return w->runAdd(x, r);
+        });
+  m.def("conv3d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor",
+        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) {
+          w->checkCalledAs(3, false);
+          return w->run(x);
+        });
+  m.def("conv3d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w, Tensor "
+        "residual) -> Tensor",
+        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w, const at::Tensor& r) {
+          w->checkCalledAs(3, true);
           return w->runAdd(x, r);
         });
   m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",

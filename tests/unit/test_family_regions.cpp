@@ -13,6 +13,7 @@
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
 
 #include "frozen_model.h"
@@ -147,6 +148,58 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
                c10::Error); // groups 3 does not divide 4 outputs
   EXPECT_THROW(runtime::MkldnnConstant(at::randn({4, 2, 3, 3}), {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}),
                c10::Error); // a 3-D convolution's numbers with a 4-D weight
+}
+
+// The same block with packed 3-D convolutions (NDHWC): channels_last_3d+packed fuses each
+// convolution's relu; channels_last_3d+packed+add also the residual add and the relu after it,
+// one xalloc::conv3d_packed_add. Both give ATen's values within 1e-5 of their scale.
+TEST(FamilyRegions, ThreeDConvolutionsRunPacked) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  const char* ir = R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one, %one)
+  %c1 : Tensor = aten::conv3d(%x, %w1, %b1, %s, %s, %s, %one)
+  %r1 : Tensor = aten::relu(%c1)
+  %c2 : Tensor = aten::conv3d(%r1, %w2, %none, %s, %s, %s, %one)
+  %a : Tensor = aten::add(%c2, %r1, %one)
+  %r2 : Tensor = aten::relu_(%a)
+  return (%r2))IR";
+  at::manual_seed(11);
+  const std::vector<at::Tensor> weights{at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20}),
+                                        at::randn({20, 20, 3, 3, 3}).mul(0.1)};
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({1, 3, 4, 10, 10})};
+  std::vector<std::string> names;
+  for (const auto& c : regionCandidates(5))
+    names.push_back(c.name());
+  for (const char* layout : {"channels_last_3d+packed", "channels_last_3d+packed+add"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), layout), names.end()) << layout;
+    auto g = frozenGraph(ir, {weights[0], weights[2]});
+    {
+      torch::jit::WithInsertPoint at(g->block()->nodes().front());
+      g->inputs()[2]->replaceAllUsesWith(g->insertConstant(weights[1]));
+      g->eraseInput(2);
+    }
+    const c10::IValue before = runGraph(g, in);
+    auto regions = findLayoutRegions(*g, {5});
+    ASSERT_EQ(regions.size(), 1u);
+    const RegionEdit e = applyRegionLayout(*g, regions[0], named(layout));
+    ASSERT_TRUE(e.applied) << layout << ": " << e.message;
+    EXPECT_EQ(countNodes(*g, "aten::conv3d"), 0u) << graphText(*g);
+    const bool add = std::string(layout).find("+add") != std::string::npos;
+    EXPECT_EQ(countNodes(*g, "xalloc::conv3d_packed_add"), add ? 1u : 0u) << graphText(*g);
+    EXPECT_EQ(countNodes(*g, "xalloc::conv3d_packed"), add ? 1u : 2u) << graphText(*g);
+    EXPECT_EQ(countNodes(*g, "aten::relu"), 0u) << "the first relu fused: " << graphText(*g);
+    EXPECT_EQ(countNodes(*g, "aten::relu_"), add ? 0u : 1u) << graphText(*g);
+    const c10::IValue after = runGraph(g, in);
+    EXPECT_TRUE(after.toTensor().is_contiguous()) << "the exit is made row-major again";
+    EXPECT_LE(maxRelativeError(before, after), 1e-5) << layout;
+    // The model's NCDHW input goes to the first packed convolution as it is (it converts it).
+    EXPECT_EQ(packedConvsConvertEntries(*g), 1) << graphText(*g);
+    EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-5) << layout;
+  }
 }
 
 // A segmenter's head resizes inside its region: ASPP's pooled branch comes back to size and is

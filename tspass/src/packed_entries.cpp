@@ -1,8 +1,8 @@
 // Entries the packed convolutions convert themselves (rewrite.h): an aten::contiguous to
-// channels-last whose one reader is a packed convolution's input goes, and the convolution
-// converts with the runtime's kernels (runtime/src/channels_last.h). A model's NCHW input is
-// the usual one: ATen's copy of a cold 1x3x224x224 input costs ~80 us a call on AVX-512, the
-// runtime's ~11.
+// channels-last (channels-last-3d) whose one reader is a packed 2-D (3-D) convolution's input goes,
+// and the convolution converts with the runtime's kernels (runtime/src/channels_last.h). A model's
+// NCHW input is the usual one: ATen's copy of a cold 1x3x224x224 input costs ~80 us a call on
+// AVX-512, the runtime's ~11.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -16,13 +16,16 @@ using torch::jit::Node;
 std::int64_t packedConvsConvertEntries(torch::jit::Graph& graph) {
   std::vector<Node*> drop;
   for (Node* n : allNodes(graph)) {
-    if (!isChannelsLastContiguousCall(n))
+    const bool cl2d = isChannelsLastContiguousCall(n);
+    if (!cl2d && !isChannelsLast3dContiguousCall(n))
       continue;
     // One reader, the convolution's input: two readers would each convert.
     const auto& uses = n->output()->uses();
-    if (uses.size() != 1 || uses[0].offset != 0 ||
-        !(hasKind(uses[0].user, "xalloc::conv2d_packed") ||
-          hasKind(uses[0].user, "xalloc::conv2d_packed_add")))
+    if (uses.size() != 1 || uses[0].offset != 0)
+      continue;
+    const Node* u = uses[0].user;
+    if (cl2d ? !(hasKind(u, "xalloc::conv2d_packed") || hasKind(u, "xalloc::conv2d_packed_add"))
+             : !(hasKind(u, "xalloc::conv3d_packed") || hasKind(u, "xalloc::conv3d_packed_add")))
       continue;
     drop.push_back(n);
   }

@@ -58,12 +58,21 @@ bool isRowMajorContiguousCall(const Node* n) {
   return fmt->isInt() && fmt->toInt() == static_cast<int64_t>(c10::MemoryFormat::Contiguous);
 }
 
-bool isChannelsLastContiguousCall(const Node* n) {
+namespace {
+bool isContiguousCallTo(const Node* n, c10::MemoryFormat mf) {
   if (n->kind() != c10::aten::contiguous || n->inputs().size() != 2)
     return false;
   auto fmt = torch::jit::toIValue(n->input(1));
-  return fmt && fmt->isInt() &&
-         fmt->toInt() == static_cast<int64_t>(c10::MemoryFormat::ChannelsLast);
+  return fmt && fmt->isInt() && fmt->toInt() == static_cast<int64_t>(mf);
+}
+} // namespace
+
+bool isChannelsLastContiguousCall(const Node* n) {
+  return isContiguousCallTo(n, c10::MemoryFormat::ChannelsLast);
+}
+
+bool isChannelsLast3dContiguousCall(const Node* n) {
+  return isContiguousCallTo(n, c10::MemoryFormat::ChannelsLast3d);
 }
 
 namespace {

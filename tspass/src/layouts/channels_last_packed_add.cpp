@@ -1,19 +1,18 @@
 // Channels-last with packed convolutions and residual adds fused: as channels_last_packed.cpp,
 // and a convolution whose only reader is a residual add (`y = conv(x) + r`, alpha 1, r a tensor;
 // the in-place `conv(x) += r` too), with the activation that is the add's only reader, becomes
-// one xalloc::conv2d_packed_add(x, w, r): oneDNN adds r in the convolution's own pass (a binary
-// post-op) where ATen reads and writes the output twice more. The convolution moves down to the
-// add (r may be made after it, as a ResNet's downsampling is) only where the alias analysis
-// says nothing in between writes what it reads.
+// one xalloc::conv2d_packed_add(x, w, r) (conv3d_packed_add for a 3-D one): oneDNN adds r in the
+// convolution's own pass (a sum post-op) where ATen reads and writes the output twice more. The
+// convolution moves down to the add (r may be made after it, as a ResNet's downsampling is) only
+// where the alias analysis says nothing in between writes what it reads.
 #include <algorithm>
 #include <unordered_set>
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 
-#include "edit.h"
+#include "packed_convs.h"
 #include "xalloc/tspass/layout_families.h"
-#include "xalloc/tspass/region_layouts.h"
 
 namespace xalloc::tspass {
 
@@ -32,6 +31,10 @@ struct ResidualAdd {
   std::size_t residual = 0;
   std::string post; // "add" or "add+relu"
 };
+
+bool isConv(const Node* n) {
+  return n->kind() == c10::aten::conv2d || n->kind() == c10::aten::conv3d;
+}
 
 bool isAdd(const Node* n) {
   return n->kind() == c10::aten::add || n->kind() == layouts::sym("aten::add_");
@@ -76,7 +79,7 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
     // analysis borrows the graph for this scope (a shared_ptr that does not own it).
     torch::jit::AliasDb alias(std::shared_ptr<torch::jit::Graph>(&g, [](torch::jit::Graph*) {}));
     for (Node* n : r.nodes)
-      if (n->kind() == c10::aten::conv2d)
+      if (isConv(n))
         if (auto f = residualAddAfter(n, in))
           if (alias.moveBeforeTopologicallyValid(f->conv, f->add))
             found.push_back(*f);
@@ -84,7 +87,7 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
   for (const ResidualAdd& f : found) {
     Value* w = layouts::topConstant(g, layouts::packedConv(f.conv, f.post));
     Node* last = f.act ? f.act : f.add;
-    Node* run = layouts::place(g.create(layouts::sym("xalloc::conv2d_packed_add"),
+    Node* run = layouts::place(g.create(layouts::sym(layouts::packedConvKind(f.conv, true)),
                                         {f.conv->input(0), w, f.add->input(f.residual)}),
                                f.add, f.conv);
     run->output()->setType(last->output()->type());
@@ -99,36 +102,35 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
   }
 }
 
-class ChannelsLastPackedAdd final : public RegionLayout {
-public:
-  ChannelsLastPackedAdd() : RegionLayout("channels_last+packed+add") {}
-  RegionEdit apply(torch::jit::Graph& g, LayoutRegion& r) const override {
-    // Without a residual add to fuse it is channels_last+packed: not measured twice.
-    const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
-    if (std::none_of(r.nodes.begin(), r.nodes.end(), [&](Node* n) {
-          return n->kind() == c10::aten::conv2d && residualAddAfter(n, in);
-        })) {
-      RegionEdit e;
-      e.message = "no convolution of the region is read by a residual add alone: it is "
-                  "channels_last+packed";
-      return e;
-    }
-    return layouts::applyChannelsLast(g, r, c10::MemoryFormat::ChannelsLast, [&](RegionEdit& e) {
-      fuseResidualAdds(g, r, e);
-      layouts::packConvs(g, r, e);
-      layouts::poolWithoutIndices(g, r, e);
-    });
-  }
-  bool appliedAt(const Node* now, const std::string&) const override {
-    return now->kind() == layouts::sym("xalloc::conv2d_packed_add") ||
-           now->kind() == layouts::sym("xalloc::conv2d_packed");
-  }
-};
-
 } // namespace
 
+namespace layouts {
+RegionEdit ChannelsLastPackedAdd::apply(torch::jit::Graph& g, LayoutRegion& r) const {
+  // Without a residual add to fuse it is channels_last+packed: not measured twice.
+  const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
+  if (std::none_of(r.nodes.begin(), r.nodes.end(),
+                   [&](Node* n) { return isConv(n) && residualAddAfter(n, in); })) {
+    RegionEdit e;
+    e.message = "no convolution of the region is read by a residual add alone: it is " +
+                std::string(mf_ == c10::MemoryFormat::ChannelsLast3d ? "channels_last_3d+packed"
+                                                                     : "channels_last+packed");
+    return e;
+  }
+  return applyChannelsLast(g, r, mf_, [&](RegionEdit& e) {
+    fuseResidualAdds(g, r, e);
+    packConvs(g, r, e);
+    poolWithoutIndices(g, r, e);
+  });
+}
+
+bool ChannelsLastPackedAdd::appliedAt(const Node* now, const std::string&) const {
+  return isPackedConv(now);
+}
+} // namespace layouts
+
 const RegionLayout& channels_last_packed_addLayout() {
-  static const ChannelsLastPackedAdd layout;
+  static const layouts::ChannelsLastPackedAdd layout("channels_last+packed+add",
+                                                     c10::MemoryFormat::ChannelsLast);
   return layout;
 }
 

@@ -188,6 +188,19 @@ c10::IValue packedConv(const Node* conv, const std::string& post) {
 
 void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
   packOps(g, r, e, "aten::conv2d", "xalloc::conv2d_packed", packedConv);
+  packOps(g, r, e, "aten::conv3d", "xalloc::conv3d_packed", packedConv);
+}
+
+const char* packedConvKind(const Node* conv, bool add) {
+  if (conv->kind() == c10::aten::conv3d)
+    return add ? "xalloc::conv3d_packed_add" : "xalloc::conv3d_packed";
+  return add ? "xalloc::conv2d_packed_add" : "xalloc::conv2d_packed";
+}
+
+bool isPackedConv(const Node* n) {
+  const c10::Symbol k = n->kind();
+  return k == sym("xalloc::conv2d_packed") || k == sym("xalloc::conv2d_packed_add") ||
+         k == sym("xalloc::conv3d_packed") || k == sym("xalloc::conv3d_packed_add");
 }
 
 void poolWithoutIndices(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {

@@ -79,12 +79,16 @@ private:
 void packOps(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e, const char* kind,
              const char* packed_kind,
              const std::function<c10::IValue(const Node*, const std::string& post)>& pack);
-/// A runtime::PackedConv of the aten::conv2d `conv` with post-op `post` ("relu", "add+relu",
-/// ...); None when its parameters are not constants.
+/// A runtime::PackedConv of the aten::conv2d or aten::conv3d `conv` with post-op `post` ("relu",
+/// "add+relu", ...); None when its parameters are not constants.
 c10::IValue packedConv(const Node* conv, const std::string& post);
-/// packOps for 2-D convolutions: each aten::conv2d with constant parameters becomes
-/// xalloc::conv2d_packed with a runtime::PackedConv, its activation fused.
+/// packOps for convolutions: each aten::conv2d (conv3d) with constant parameters becomes
+/// xalloc::conv2d_packed (conv3d_packed) with a runtime::PackedConv, its activation fused.
 void packConvs(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);
+/// The runtime op a packed aten::conv2d or conv3d becomes (its _add form when `add`).
+const char* packedConvKind(const Node* conv, bool add);
+/// True for any of the runtime's packed convolutions (2-D, 3-D, with a residual add or not).
+bool isPackedConv(const Node* n);
 /// Each aten::max_pool2d of the region becomes the runtime's xalloc::max_pool2d: the same
 /// result without the indices ATen computes and drops (channels-last float; ATen's otherwise).
 void poolWithoutIndices(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e);

@@ -9,6 +9,7 @@
 //   xalloc::conv2d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor
 //   xalloc::conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w,
 //                             Tensor residual) -> Tensor
+//   xalloc::conv3d_packed(...), xalloc::conv3d_packed_add(...): the same for a 3-D one
 //   xalloc::linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor
 //   xalloc::attention_packed(Tensor query, Tensor key, Tensor value,
 //                            __torch__.torch.classes.xalloc.PackedAttention a, Tensor? mask,
@@ -88,7 +89,8 @@ struct SumBounds {
   double bias = 0;
 };
 
-/// A 2-D convolution (any groups, stride, padding, dilation) with its weight packed for oneDNN.
+/// A 2-D or 3-D convolution (any groups, stride, padding, dilation; a 4-D or 5-D weight) with its
+/// weight packed for oneDNN, reading and writing channels-last activations (NHWC, NDHWC).
 /// Its post-op is an activation's name ("relu", "none", ...), or "add" / "add+<activation>":
 /// a residual added to the convolution's output before the activation, in the same pass
 /// (oneDNN's sum post-op into an output that holds the residual; runAdd,
@@ -99,8 +101,9 @@ struct PackedConv : torch::CustomClassHolder {
              std::int64_t groups, std::string post_op);
   ~PackedConv() override;
 
-  /// The convolution of x (N, C, H, W, or C, H, W unbatched; any layout, channels-last is read
-  /// in place) followed by the post-op: a channels-last output. Refused when it adds a residual.
+  /// The convolution of x (N, C, H, W, or C, H, W unbatched; N, C, D, H, W for a 3-D one; any
+  /// layout, channels-last is read in place) followed by the post-op: a channels-last output.
+  /// Refused when it adds a residual.
   at::Tensor run(const at::Tensor& x);
   /// post(conv(x) + residual), for a convolution made with an "add" post-op: the residual
   /// copied into the output, which the convolution is added to, when it is a float32 CPU tensor
@@ -108,7 +111,7 @@ struct PackedConv : torch::CustomClassHolder {
   /// residual (broadcast, another dtype) gets ATen's conv2d, add and activation, as does one
   /// that is not finite when the activation turns NaN into a number.
   at::Tensor runAdd(const at::Tensor& x, const at::Tensor& residual);
-  /// The same with ATen's conv2d and activation (and add).
+  /// The same with ATen's conv2d or conv3d and activation (and add).
   at::Tensor reference(const at::Tensor& x) const;
   at::Tensor referenceAdd(const at::Tensor& x, const at::Tensor& residual) const;
 
@@ -119,6 +122,10 @@ struct PackedConv : torch::CustomClassHolder {
   /// Input shapes prepared now (at most packedCacheCapacity()), and distinct packed weights.
   std::size_t preparedShapes() const;
   std::size_t packedWeights() const;
+  /// 2 or 3: the convolution's spatial dimensions (the weight's, less out and in).
+  std::int64_t spatialDims() const;
+  /// Refuses a call through the op of the other rank (xalloc::conv2d_packed on a 3-D one).
+  void checkCalledAs(std::int64_t dims, bool add) const;
 
   at::Tensor weight;
   c10::optional<at::Tensor> bias;
@@ -132,7 +139,7 @@ struct PackedConv : torch::CustomClassHolder {
 private:
   std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
   at::Tensor runChecked(const at::Tensor& x_in, const at::Tensor* residual);
-  at::Tensor atenConv(const at::Tensor& x) const; // ATen's conv2d, no post-op
+  at::Tensor atenConv(const at::Tensor& x) const; // ATen's conv2d or conv3d, no post-op
   LruCache<std::vector<std::int64_t>, Prepared> cache_;
   mutable std::mutex weights_mutex_;
   std::vector<std::weak_ptr<PackedWeights>> weights_; // packed layouts in use by cached shapes
@@ -152,6 +159,10 @@ struct PackedLinear : torch::CustomClassHolder {
   State state() const;
   std::size_t preparedShapes() const;
   std::size_t packedWeights() const;
+  /// 2 or 3: the convolution's spatial dimensions (the weight's, less out and in).
+  std::int64_t spatialDims() const;
+  /// Refuses a call through the op of the other rank (xalloc::conv2d_packed on a 3-D one).
+  void checkCalledAs(std::int64_t dims, bool add) const;
 
   at::Tensor weight; // [out, in]
   c10::optional<at::Tensor> bias;

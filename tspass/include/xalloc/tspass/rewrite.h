@@ -125,5 +125,7 @@ bool isRowMajorContiguousCall(const torch::jit::Node* n);
 /// True when `n` is `aten::contiguous(x, memory_format=torch.channels_last)`, the format a
 /// constant.
 bool isChannelsLastContiguousCall(const torch::jit::Node* n);
+/// The same for `aten::contiguous(x, memory_format=torch.channels_last_3d)`.
+bool isChannelsLast3dContiguousCall(const torch::jit::Node* n);
 
 } // namespace xalloc::tspass
