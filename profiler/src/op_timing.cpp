@@ -48,18 +48,26 @@ void Profiler::timeOps(const GraphRunner::Trace& capture) {
   }
   const auto groups = groupByKey(keys);
   std::vector<TimingStats> stats(n);
+  std::optional<GraphRunner::Trace> timeline; // the last timed run's, for a slow model
   if (complete) {
     for (std::size_t i = 0; i < n; ++i)
       if (cached[i])
         stats[i] = cached[i]->stats;
   } else {
     // The first warm-up run's time scales the counts down for a slow model (budgetedCounts).
+    // Under --budget, a model whose first (capturing) run took over a second has warmed up:
+    // its time scales the counts, two repeats at least (one for a model so slow that two
+    // would take the whole share: a video transformer's 6 s).
     Counts runs{o_.warmup, o_.iterations};
+    const double share =
+        std::min(kModelBudgetMs, o_.budget_s > 0 ? kOpShare * o_.budget_s * 1e3 : kModelBudgetMs);
+    if (o_.budget_s > 0 && capture_ms_ > kSlowRoundMs)
+      runs = budgetedCounts(capture_ms_, 0, o_.iterations, share, 2 * capture_ms_ > share ? 1 : 2);
     progress_.phase("timing ops", static_cast<std::size_t>(runs.warmup + runs.repeats));
     if (runs.warmup > 0) {
       const auto t0 = std::chrono::steady_clock::now();
       runModel({}, nullptr);
-      runs = budgetedCounts(msSince(t0), o_.warmup, o_.iterations, kModelBudgetMs, 3);
+      runs = budgetedCounts(msSince(t0), o_.warmup, o_.iterations, share, 3);
       progress_.phase("timing ops", static_cast<std::size_t>(runs.warmup + runs.repeats));
       progress_.tick(1);
     }
@@ -70,7 +78,12 @@ void Profiler::timeOps(const GraphRunner::Trace& capture) {
     std::vector<std::vector<double>> samples(n);
     GraphRunner::Trace t;
     for (int it = 0; it < runs.repeats; ++it) {
-      runModel({false, /*time_ops=*/true, false}, &t);
+      // A model slow enough to be timed fewer times than asked gives its last timed run as the
+      // timeline too (process CPU time per op read as well: a few microseconds per op).
+      const bool as_timeline = runs.repeats < o_.iterations && it + 1 == runs.repeats;
+      runModel({false, /*time_ops=*/true, /*cpu_time=*/as_timeline}, &t);
+      if (as_timeline)
+        timeline = t;
       for (std::size_t i = 0; i < n; ++i)
         samples[i].push_back(t.op_ms[i]);
       progress_.tick(static_cast<std::size_t>(runs.warmup + it + 1));
@@ -101,7 +114,11 @@ void Profiler::timeOps(const GraphRunner::Trace& capture) {
       all += k + "\n";
     line_key = "timeline|" + p_.model.sha256 + "|" + sha256Hex(all);
   }
-  if (!(complete && loadTimeline(line_key, n, line))) {
+  if (timeline) {
+    line = std::move(*timeline);
+    if (db_)
+      storeTimeline(line_key, line);
+  } else if (!(complete && loadTimeline(line_key, n, line))) {
     runModel({false, /*time_ops=*/true, /*cpu_time=*/!complete}, &line);
     if (db_)
       storeTimeline(line_key, line);

@@ -29,6 +29,8 @@ formats::Profile Profiler::run() {
   p_.model.frozen = tspass::isFrozen(model.module);
   // Numbered as xrewrite numbers it, on the form every saved copy of the model has.
   tspass::canonicalize(model, o_.method);
+  if (o_.freeze)
+    frozen_ = model; // the regions are found on it: not loaded and frozen a second time
   auto method = model.module.find_method(o_.method);
   prepareInputs(model);
   p_.settings.iterations = o_.iterations;
@@ -56,7 +58,9 @@ formats::Profile Profiler::run() {
 
   GraphRunner::Trace capture; // the first run: it also fails early on a broken model
 
+  const auto capture_start = std::chrono::steady_clock::now();
   runModel({/*keep_values=*/true, false, false}, &capture);
+  capture_ms_ = msSince(capture_start);
   timeOps(capture);
   buildRecords(capture, mutation);
   measureConversions(capture);

@@ -146,6 +146,10 @@ private:
   // --budget: whether the share `share` of it has passed since the profile began (the
   // conversions and consumers stop at kEarlyShare, the regions at the whole).
   static constexpr double kEarlyShare = 0.4;
+  // The model's op timings take at most this share of it; what comes after the regions
+  // (the timeline, writing the profile) is left this share.
+  static constexpr double kOpShare = 0.12;
+  static constexpr double kReserveShare = 0.05;
   bool pastBudget(double share) const {
     if (o_.budget_s <= 0)
       return false;
@@ -158,14 +162,17 @@ private:
   double budgetLeftMs() const {
     return o_.budget_s <= 0 ? -1 : std::max(0.0, o_.budget_s * 1e3 - msSince(start_));
   }
-  // A region's round of candidates slower than this warms up once; under --budget a candidate
-  // more than kHopeless times the region as it is then is timed no further.
+  // A region's round of candidates slower than this warms up once (under --budget: its first
+  // round is its warm-up); under --budget a candidate more than kHopeless times the region as
+  // it is then is timed no further (within 5% it could gain nothing worth a second's round).
   static constexpr double kSlowRoundMs = 1000;
-  static constexpr double kHopeless = 1.25;
+  static constexpr double kHopeless = 1.05;
 
   const ProfileOptions& o_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable bool budget_spent_ = false; // something was left untimed: the profile is not memoized
+  double capture_ms_ = 0;             // the model's first run (keeping every value), ms
+  std::optional<tspass::LoadedModel> frozen_; // under --freeze: the model, frozen
   Progress progress_;
   formats::Profile p_;
   std::shared_ptr<torch::jit::Graph> graph_;

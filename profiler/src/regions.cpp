@@ -75,14 +75,18 @@ void Profiler::measureEntryConversion(const at::Tensor& t, int rank) {
 }
 
 void Profiler::measureRegions() {
-  tspass::LoadedModel model = tspass::loadModel(o_.model);
-  if (!tspass::isFrozen(model.module) && model.module.is_training()) {
-    p_.regions_note = "the model is in training mode: layout regions are measured on the model "
-                      "frozen, which torch.jit.freeze allows in eval mode only";
-    return;
+  // Under --freeze, the model profiled is frozen already (its graph is inlined here in place;
+  // the profile ran a copy); otherwise it is loaded and frozen for the regions alone.
+  tspass::LoadedModel model = frozen_ ? *frozen_ : tspass::loadModel(o_.model);
+  if (!frozen_) {
+    if (!tspass::isFrozen(model.module) && model.module.is_training()) {
+      p_.regions_note = "the model is in training mode: layout regions are measured on the "
+                        "model frozen, which torch.jit.freeze allows in eval mode only";
+      return;
+    }
+    tspass::freezeModel(model, o_.method);
+    tspass::canonicalize(model, o_.method);
   }
-  tspass::freezeModel(model, o_.method);
-  tspass::canonicalize(model, o_.method);
   auto graph = tspass::inlineMethod(model.module, o_.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::vector<c10::IValue> tensors(inputs_.begin() + 1, inputs_.end());
@@ -115,7 +119,7 @@ void Profiler::measureRegions() {
     formats::Region out;
     out.ref = tspass::regionRef(r, index, static_cast<std::int64_t>(at));
     progress_.tick(++timed);
-    if (pastBudget(1.0)) {
+    if (pastBudget(1.0 - kReserveShare)) {
       out.candidates = tspass::regionCandidates(r.rank);
       out.note = kBudgetSpent;
       p_.regions.push_back(std::move(out));
@@ -164,6 +168,8 @@ void Profiler::measureRegions() {
 
     // Each candidate as a graph of its own, on the values the model's run gave the region.
     std::vector<Runnable> runs(out.candidates.size());
+    std::vector<double> first(out.candidates.size(), 0); // each one's first run, ms
+    bool too_big = false;
     std::vector<c10::IValue> inputs;
     for (std::size_t i = 0; i < out.candidates.size(); ++i) {
       formats::RegionCandidate& c = out.candidates[i];
@@ -193,7 +199,9 @@ void Profiler::measureRegions() {
       }
       runs[i].fn = std::make_unique<torch::jit::GraphFunction>("region", x.graph, nullptr);
       try {
+        const auto s = std::chrono::steady_clock::now();
         runs[i].outputs = runOnce(*runs[i].fn, runs[i].inputs);
+        first[i] = msSince(s);
       } catch (const std::exception& ex) {
         const std::string what = ex.what();
         c.note = "fails when run on its own: " + what.substr(0, what.find('\n'));
@@ -202,8 +210,22 @@ void Profiler::measureRegions() {
           break; // nothing to compare with: the region is not measured
         continue;
       }
-      if (i == 0)
+      if (i == 0) {
+        // Under --budget, a region whose least work would not fit in what is left is not
+        // timed: the smaller regions after it may. That work: each candidate's first run, two
+        // runs of its rounding noise, three rounds of the candidates kept; the estimate takes
+        // the candidates as fast as the region as it is on this first (cold) run, and two
+        // kept beside it (the packed ones are 1.2-4x faster; a slow region's candidates no
+        // faster than it are dropped after their first run).
+        const double n = static_cast<double>(out.candidates.size());
+        const double least = first[0] * (n + 2 + 3 * 2);
+        if (const double left = budgetLeftMs();
+            left >= 0 && least > left - kReserveShare * o_.budget_s * 1e3) {
+          budget_spent_ = too_big = true;
+          break;
+        }
         continue;
+      }
       if (!sameLayouts(runs[0].outputs, runs[i].outputs)) {
         c.note = "hands its values on in another layout";
         runs[i].fn.reset();
@@ -215,6 +237,11 @@ void Profiler::measureRegions() {
         if (std::isfinite(err))
           c.output_error = err;
       }
+    }
+    if (too_big) {
+      out.note = kBudgetSpent; // its least work does not fit in what is left
+      p_.regions.push_back(std::move(out));
+      continue;
     }
     if (!runs[0].fn) {
       out.note = out.candidates[0].note;
@@ -237,24 +264,37 @@ void Profiler::measureRegions() {
     // Warm-up rounds, each candidate's last one kept: a slow region (a detector's backbone at
     // 1.5 s a run) warms up once, and under --budget a candidate far slower than the region as
     // it is is timed no further.
-    std::vector<double> warm(runs.size(), 0);
-    const auto t0 = std::chrono::steady_clock::now();
-    int warmups = 0;
-    for (int w = 0; w < std::max(o_.warmup, 2); ++w) {
-      for (std::size_t i : live) {
-        const auto s = std::chrono::steady_clock::now();
-        (void)runOnce(*runs[i].fn, runs[i].inputs);
-        warm[i] = msSince(s);
+    // Under --budget, a region whose first round (the runs whose outputs were compared) took
+    // longer than kSlowRoundMs has warmed up already: those runs count as its warm-up.
+    std::vector<double> warm = first;
+    double first_round_ms = 0;
+    for (std::size_t i : live)
+      first_round_ms += first[i];
+    if (!(o_.budget_s > 0 && first_round_ms > kSlowRoundMs)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      int warmups = 0;
+      for (int w = 0; w < std::max(o_.warmup, 2); ++w) {
+        for (std::size_t i : live) {
+          const auto s = std::chrono::steady_clock::now();
+          (void)runOnce(*runs[i].fn, runs[i].inputs);
+          warm[i] = msSince(s);
+        }
+        ++warmups;
+        if (o_.budget_s > 0 && msSince(t0) > kSlowRoundMs)
+          break;
       }
-      ++warmups;
-      if (o_.budget_s > 0 && msSince(t0) > kSlowRoundMs)
-        break;
+      first_round_ms = msSince(t0) / warmups;
     }
-    const double first_round_ms = msSince(t0) / warmups;
     if (o_.budget_s > 0 && first_round_ms > kSlowRoundMs) {
       std::vector<std::size_t> kept{live.front()};
       for (std::size_t k = 1; k < live.size(); ++k) {
         const std::size_t i = live[k];
+        if (warm[i] > kHopeless * warm[live.front()] && warm[i] == first[i]) {
+          // Its first run packed its weights and made its kernels: judged on a second one.
+          const auto s = std::chrono::steady_clock::now();
+          (void)runOnce(*runs[i].fn, runs[i].inputs);
+          warm[i] = msSince(s);
+        }
         if (warm[i] > kHopeless * warm[live.front()]) {
           out.candidates[i].note =
               "not timed further (--budget): " +
@@ -275,8 +315,9 @@ void Profiler::measureRegions() {
     // rounds than the budget left holds (at least 3).
     Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
     if (const double left = budgetLeftMs(); left >= 0)
-      counts.repeats =
-          std::max(3, std::min(counts.repeats, static_cast<int>(left / std::max(round_ms, 1e-3))));
+      counts.repeats = std::max(
+          3, std::min(counts.repeats, static_cast<int>((left - kReserveShare * o_.budget_s * 1e3) /
+                                                       std::max(round_ms, 1e-3))));
     for (int round = 0; round < counts.repeats; ++round) {
       std::vector<std::size_t> order = live;
       std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),

@@ -220,4 +220,20 @@ xrewrite "$WORK/heads.opt.pt" -s "$WORK/heads.fused.json" --check --input-file "
   2>"$WORK/heads.2.log" || fail "fused: a second run changes the model: $(cat "$WORK/heads.2.log")"
 grep -q "already writes its output row-major itself" "$WORK/heads.2.log" ||
   fail "fused: $(cat "$WORK/heads.2.log")"
+# A budget spent before the regions: each region is listed with its candidates, untimed, and a
+# note that names the budget; the profile validates and the plan leaves the regions as they are.
+xprof "$model" "${QUICK[@]}" --threads 1 --freeze --budget 0.001 -o "$WORK/spent.json"
+validate "$WORK/spent.json" || fail "a profile the budget cut does not validate"
+python3 - "$WORK/spent.json" <<'PY' || fail "the budget's regions"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["regions"], p.get("regions_note")
+for r in p["regions"]:
+    assert "budget" in r.get("note", ""), r.get("note")
+    assert r["candidates"] and not any(c.get("measured") for c in r["candidates"]), r
+PY
+xcost "$WORK/spent.json" | xsched --form fast -o "$WORK/spent.schedule.json"
+validate "$WORK/spent.schedule.json"
+! grep '"region_layout"' "$WORK/spent.schedule.json" | grep -vq '"contiguous"' ||
+  fail "an untimed region was planned: $(grep '"region_layout"' "$WORK/spent.schedule.json")"
 echo "cli.regions: ok"

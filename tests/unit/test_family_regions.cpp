@@ -286,6 +286,13 @@ TEST(FamilyRegions, OneUlpAwayMovesEachFloatByOneUlp) {
   // Seeded: the same draw twice gives the same tensor, another draw another.
   EXPECT_TRUE(at::equal(oneUlpAway({x}, 0)[0].toTensor(), y));
   EXPECT_FALSE(at::equal(oneUlpAway({x}, 1)[0].toTensor(), y));
+  // A relu's zeros and subnormals stay: one ulp from zero is a subnormal, slow to compute on.
+  const at::Tensor z = at::relu(at::randn({1000}));
+  const at::Tensor zs = at::cat({z, at::full({4}, 1e-40)});
+  const at::Tensor zm = oneUlpAway({zs}, 0)[0].toTensor();
+  EXPECT_TRUE(at::equal(zm.eq(0), zs.eq(0)));
+  EXPECT_TRUE(at::equal(zm.slice(0, 1000), zs.slice(0, 1000)));
+  EXPECT_FALSE(at::equal(zm, zs)) << "the normal values move";
 }
 
 // Outputs compared blind to order: a detector's detections with two nearly equal scores swapped
