@@ -14,7 +14,7 @@ OUT=${OUT:-data/tmp/bench-families}
 RUNS=${RUNS:-20}
 THREADS=${THREADS:-1}
 PROCESSES=${PROCESSES:-3}
-MODELS=${MODELS:-"ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn retinanet_resnet50_fpn fcn_resnet50 deeplabv3_mobilenet_v3_large lraspp_mobilenet_v3_large r3d_18 r2plus1d_18 vgg11_bn"}
+MODELS=${MODELS:-"ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn retinanet_resnet50_fpn fcn_resnet50 deeplabv3_mobilenet_v3_large lraspp_mobilenet_v3_large r3d_18 r2plus1d_18 mc3_18 vgg11_bn"}
 PY=${PY:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "finite_scan.h"
 #include "packed_checks.h"
@@ -87,7 +88,8 @@ struct PackedAttention::Prepared {
 
 std::shared_ptr<const PackedAttention::Prepared> PackedAttention::prepare(std::int64_t b,
                                                                           std::int64_t t) {
-  const auto key = std::make_pair(b, t);
+  // One primitive per thread count, as PackedConv::prepare keeps them.
+  const auto key = std::make_tuple(b, t, static_cast<std::int64_t>(at::get_num_threads()));
   if (auto p = cache_.find(key))
     return p;
   using dnnl::memory;

@@ -96,15 +96,19 @@ bool wantsGradient(const at::Tensor& x) {
   return (at::GradMode::is_enabled() && x.requires_grad()) || x._fw_grad(0).defined();
 }
 
-bool needsReference(const at::Tensor& x, bool eats_nan, const SumBounds& bounds) {
+bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds) {
   if (wantsGradient(x))
     return true;
   // Other activations keep NaN and infinity through oneDNN's kernels as through ATen's (a NaN
-  // or an infinity of each sign in a sum gives the same result in any order).
-  if (!eats_nan)
+  // or an infinity of each sign in a sum gives the same result in any order), and saturate
+  // (sigmoid, tanh) or never overflow on the way (silu, gelu) as ATen's do.
+  const bool eats_nan =
+      post == PostOp::Relu || post == PostOp::Relu6 || post == PostOp::Hardsigmoid;
+  if (!eats_nan && post != PostOp::Hardswish)
     return false;
-  // Float's largest is 3.4e38: below 1e38 no partial sum overflows, whatever its order.
-  constexpr double kSafe = 1e38;
+  // Float's largest is 3.4e38: below 1e38 no partial sum overflows, whatever its order; below
+  // 5e37 ATen's hardswish (x * 6 first) does not overflow either.
+  const double kSafe = post == PostOp::Hardswish ? 5e37 : 1e38;
   if (!(bounds.weights < kSafe && bounds.bias < kSafe))
     return true;
   const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());

@@ -40,10 +40,12 @@ PostOp checkBiasAndPostOp(const char* who, at::Tensor& weight, c10::optional<at:
 SumBounds sumBounds(const at::Tensor& weight, const c10::optional<at::Tensor>& bias);
 
 /// True when the input must take ATen's path: gradients wanted (grad mode on and x requiring
-/// grad, or a forward-mode tangent); and, when the fused activation turns NaN into a number
-/// (`eats_nan`: oneDNN's relu, clip and hard sigmoid), an input that is not finite, or so large
-/// that a sum in another order could overflow (then become NaN, then 0). x must be dense.
-bool needsReference(const at::Tensor& x, bool eats_nan, const SumBounds& bounds);
+/// grad, or a forward-mode tangent); and, for a fused activation that would differ from
+/// ATen's at the extremes, an input that is not finite, or so large that the output could
+/// reach them: oneDNN's relu, clip and hard sigmoid turn NaN into a number (and a sum
+/// overflowing in another order, then NaN, into 0); ATen's hardswish computes x * 6 first, so
+/// it overflows to inf above 3.4e38 / 6 where oneDNN's stays finite. x must be dense.
+bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds);
 /// The gradient part of needsReference alone.
 bool wantsGradient(const at::Tensor& x);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "channels_last.h"
 #include "finite_scan.h"
@@ -122,7 +123,11 @@ struct PackedConv::Prepared {
 };
 
 std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
+  // A primitive runs on the thread count it was made at (oneDNN's kernels keep it): one per
+  // thread count, so that set_num_threads(1) is honoured, and a forked child at one thread
+  // never enters the parent's OpenMP team (GNU OpenMP hangs there).
   std::vector<std::int64_t> key = x.sizes().vec();
+  key.push_back(at::get_num_threads());
   if (auto p = cache_.find(key))
     return p;
   using dnnl::memory;
@@ -133,7 +138,7 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
   p->output_sizes = convOutputSizes(x, *this);
   const auto f32 = memory::data_type::f32;
   const auto act = is3d ? memory::format_tag::ndhwc : memory::format_tag::nhwc;
-  p->src = memory::desc(key, f32, act);
+  p->src = memory::desc(x.sizes().vec(), f32, act);
   p->dst = memory::desc(p->output_sizes, f32, act);
   // [groups,] out/groups, in/groups, spatial...
   memory::dims wdims(w.begin(), w.end());
@@ -205,15 +210,22 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   const at::MemoryFormat cl = channelsLastOf(spatialDims());
   if (x.size(0) == 0)
     return at::empty(out_sizes, x.options().memory_format(cl));
-  if (detail::needsReference(x, detail::eatsNaN(post), bounds_))
+  if (detail::needsReference(x, post, bounds_))
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   const auto p = prepare(x);
   at::Tensor out = at::empty(p->output_sizes, x.options().memory_format(cl));
   if (r_in) {
     out.copy_(*r_in); // the sum post-op adds the convolution to what the output holds
-    // A residual that is not finite meets an activation that turns NaN into a number.
+    // A residual that is not finite meets an activation that turns NaN into a number; one so
+    // large that the sum could pass where ATen's hardswish overflows (5.67e37; the
+    // convolution's part is below 5e37) gets ATen's ops.
     if (detail::eatsNaN(post) && !scanFloats(out.data_ptr<float>(), out.numel()).finite)
       return referenceAdd(x_in, *r_in);
+    if (post == PostOp::Hardswish) {
+      const FloatScan s = scanFloats(out.data_ptr<float>(), out.numel());
+      if (!s.finite || !(s.max_abs < 5e36f))
+        return referenceAdd(x_in, *r_in);
+    }
   }
   runPrepared(*p, x, out, bias);
   finishPostOp(post, out);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
@@ -34,7 +35,9 @@ struct PackedLinear::Prepared {
 };
 
 std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
-  if (auto p = cache_.find(rows))
+  // One primitive per thread count, as PackedConv::prepare keeps them.
+  const auto key = std::make_pair(rows, static_cast<std::int64_t>(at::get_num_threads()));
+  if (auto p = cache_.find(key))
     return p;
   using dnnl::memory;
   const std::int64_t out = weight.size(0), in = weight.size(1);
@@ -55,7 +58,7 @@ std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t
     return packInto(memory::desc({out, in}, f32, memory::format_tag::oi), weight.data_ptr(),
                     pd.weights_desc());
   });
-  return cache_.insert(rows, std::move(p));
+  return cache_.insert(key, std::move(p));
 }
 
 at::Tensor PackedLinear::run(const at::Tensor& x_in) {
@@ -71,8 +74,7 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   const at::Tensor x = x_in.contiguous();
   const std::int64_t rows = in == 0 ? 0 : x.numel() / in;
   // No features: ATen's result is the bias (then the activation); no rows: an empty result.
-  if (in == 0 || rows == 0 || outs == 0 ||
-      detail::needsReference(x, detail::eatsNaN(post), bounds_))
+  if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, post, bounds_))
     return reference(x_in);
   const auto p = prepare(rows);
   std::vector<std::int64_t> sizes = x.sizes().vec();

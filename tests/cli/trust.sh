@@ -119,6 +119,51 @@ assert xalloc.release_activation_cache() >= 0 and xalloc.activation_cache_stats(
 print("activation cache:", s)
 PY
 
+# Fork after two-thread calls (a pre-fork server, a DataLoader worker): the child runs the
+# model at the one thread it sets, with and without the graceful allocator, and finishes (the
+# packed ops' primitives made at two threads entered an OpenMP team the child does not have:
+# GNU OpenMP hung there forever). A child that hangs is killed after 60 s.
+"$XALLOC_PYTHON" - <<'PY' || fail "a forked child"
+import os, signal, time, torch, xalloc
+orig = torch.jit.load("mobilenet_v3_small-b1.pt").eval()
+ours = xalloc.load("mobilenet_v3_small.opt.pt")
+x = torch.randn(1, 3, 224, 224)
+with torch.no_grad():
+    ref = orig(x)
+torch.set_num_threads(2)
+with torch.no_grad():
+    for _ in range(3):
+        ours(x)
+for graceful in (False, True):
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            torch.set_num_threads(1)
+            with torch.no_grad():
+                if graceful:
+                    with xalloc.graceful(limit="4G"):
+                        y = ours(x)
+                else:
+                    y = ours(x)
+            code = 0 if ((y - ref).abs() / (ref.abs() + 1e-3)).max().item() <= 1e-4 else 4
+        finally:
+            os._exit(code)
+    deadline = time.time() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise SystemExit(f"the forked child (graceful={graceful}) hung: killed after 60 s")
+        time.sleep(0.1)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, \
+        f"the forked child (graceful={graceful}) failed: status {status}"
+print("forked children at one thread: finished, right")
+PY
+
 # The arena's bound, set small: free pages are given back, the outputs stay right. Turned
 # off: nothing is installed. A bad value: one line naming it, when the model is called.
 XALLOC_ACTIVATION_CACHE_MB=2 "$XALLOC_PYTHON" - <<'PY' || fail "a small activation cache"

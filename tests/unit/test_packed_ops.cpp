@@ -5,11 +5,23 @@
 // too) are exceptions, not signals; inputs ATen refuses are refused and its edge shapes give its
 // results; the per-shape cache stays within its bound.
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/GradMode.h>
@@ -152,6 +164,43 @@ TEST(PackedOps, NanAndInfinityComeOutWhereATensDo) {
 // conv2d_packed_add: post(conv(x) + r) in one pass, as ATen's conv2d, add and activation: with
 // every activation, a residual in either layout, NaN and infinity in x or r where ATen has
 // them, a residual ATen would broadcast or promote, from 4 threads, and gradients.
+// Every fused activation overflows, saturates and keeps NaN as ATen's unfused op: a pixel of
+// +-3e38 or +-inf (ATen's hardswish computes x * 6 first: inf above 5.67e37, where oneDNN's
+// stays finite), through a convolution, a convolution with a residual, and a linear.
+TEST(PackedOps, ActivationsAtTheExtremesAreATens) {
+  if (!hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  for (const char* post :
+       {"relu", "relu6", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid", "tanh", "none"})
+    for (float v : {3e38f, -3e38f, INFINITY, -INFINITY}) {
+      const std::string what = std::string(post) + " at " + std::to_string(v);
+      auto conv = makeConv({"pointwise", 8, 16, 1, 1, 0, 1, post});
+      at::Tensor x = at::randn({1, 8, 6, 6});
+      x.index_put_({0, 2, 3, 3}, v);
+      const at::Tensor got = conv->run(x), ref = conv->reference(x);
+      EXPECT_TRUE(at::equal(at::isnan(got), at::isnan(ref))) << what << ": NaN";
+      EXPECT_TRUE(at::equal(at::isinf(got), at::isinf(ref))) << what << ": inf";
+      const at::Tensor ok = at::isfinite(ref).logical_and(at::isfinite(got));
+      EXPECT_TRUE(at::allclose(got.masked_select(ok), ref.masked_select(ok), 1e-4, 1e-4)) << what;
+      const std::string add_post =
+          std::strcmp(post, "none") == 0 ? "add" : "add+" + std::string(post);
+      auto add = makeConv({"pointwise", 8, 16, 1, 1, 0, 1, add_post.c_str()});
+      const at::Tensor xa = at::randn({1, 8, 6, 6});
+      at::Tensor r = at::randn({1, 16, 6, 6});
+      r.index_put_({0, 5, 1, 1}, v);
+      const at::Tensor ga = add->runAdd(xa, r), ra = add->referenceAdd(xa, r);
+      EXPECT_TRUE(at::equal(at::isnan(ga), at::isnan(ra))) << what << ": residual NaN";
+      EXPECT_TRUE(at::equal(at::isinf(ga), at::isinf(ra))) << what << ": residual inf";
+      at::manual_seed(9);
+      auto linear = c10::make_intrusive<PackedLinear>(at::randn({16, 8}), at::randn({16}), post);
+      at::Tensor xl = at::randn({4, 8});
+      xl.index_put_({1, 3}, v);
+      const at::Tensor gl = linear->run(xl), rl = linear->reference(xl);
+      EXPECT_TRUE(at::equal(at::isnan(gl), at::isnan(rl))) << what << ": linear NaN";
+      EXPECT_TRUE(at::equal(at::isinf(gl), at::isinf(rl))) << what << ": linear inf";
+    }
+}
+
 TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
   at::manual_seed(11);
   for (const char* post : {"add", "add+relu", "add+relu6", "add+hardswish", "add+silu"}) {
@@ -383,6 +432,95 @@ TEST(PackedOps, EachOpKeepsAtMostItsCacheOfInputShapes) {
   EXPECT_EQ(linear->preparedShapes(), 4u);
   setPackedCacheCapacity(8);
   EXPECT_THROW(setPackedCacheCapacity(0), c10::Error);
+}
+
+namespace {
+// CPU seconds each of the process's threads has used, by thread id (/proc/self/task).
+std::map<long, double> threadCpuSeconds() {
+  std::map<long, double> out;
+  const long tick = ::sysconf(_SC_CLK_TCK);
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    // Fields after the command's closing parenthesis: state is the 3rd; utime, stime the 14th
+    // and 15th.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i)
+      if (i >= 14)
+        ticks += std::stod(field);
+    out[std::stol(e.path().filename().string())] = ticks / static_cast<double>(tick);
+  }
+  return out;
+}
+} // namespace
+
+// A primitive made at two threads is not run at two after set_num_threads(1): the calling
+// thread does the work alone, as ATen's own ops do.
+TEST(PackedOps, TheThreadCountIsHonouredAtEveryCall) {
+  if (!hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  const int before = at::get_num_threads();
+  auto conv = makeConv({"dense 3x3 wide", 64, 64, 3, 1, 1, 1, "relu"});
+  const at::Tensor x = at::randn({1, 64, 56, 56});
+  at::set_num_threads(2);
+  for (int i = 0; i < 5; ++i)
+    conv->run(x);
+  at::set_num_threads(1);
+  conv->run(x);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // idle workers stop spinning
+  const long self = static_cast<long>(::syscall(SYS_gettid));
+  const auto t0 = threadCpuSeconds();
+  for (int i = 0; i < 60; ++i)
+    conv->run(x);
+  const auto t1 = threadCpuSeconds();
+  at::set_num_threads(before);
+  double mine = 0, others = 0;
+  for (const auto& [tid, s] : t1) {
+    const double d = s - (t0.count(tid) ? t0.at(tid) : 0.0);
+    (tid == self ? mine : others) += d;
+  }
+  ASSERT_GT(mine, 0.05) << "the calls took too little CPU time to judge";
+  EXPECT_LT(others, 0.1 * mine) << "other threads worked " << others << " s beside the caller's "
+                                << mine << " s at one thread";
+}
+
+// A child forked after two-thread calls runs the op at the one thread it sets (the parent's
+// primitive would enter an OpenMP team the child does not have: GNU OpenMP hangs there).
+TEST(PackedOps, AForkedChildRunsTheOpAtItsOwnThreadCount) {
+  if (!hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  const int before = at::get_num_threads();
+  auto conv = makeConv({"dense 3x3 wide", 64, 64, 3, 1, 1, 1, "relu"});
+  const at::Tensor x = at::randn({1, 64, 28, 28});
+  const at::Tensor ref = conv->reference(x);
+  at::set_num_threads(2);
+  for (int i = 0; i < 3; ++i)
+    conv->run(x);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    at::set_num_threads(1);
+    const bool ok = relError(conv->run(x), ref) < 1e-5;
+    ::_exit(ok ? 0 : 3);
+  }
+  at::set_num_threads(before);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i) { // 30 s
+    done = ::waitpid(pid, &status, WNOHANG);
+    if (done == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "the forked child hung in the packed convolution (killed after 30 s)";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died: status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's result is not ATen's";
 }
 
 namespace {

@@ -172,7 +172,7 @@ struct PackedLinear : torch::CustomClassHolder {
 
 private:
   std::shared_ptr<const Prepared> prepare(std::int64_t rows);
-  LruCache<std::int64_t, Prepared> cache_;
+  LruCache<std::pair<std::int64_t, std::int64_t>, Prepared> cache_; // rows, threads
   mutable std::mutex weights_mutex_;
   std::vector<std::weak_ptr<PackedWeights>> weights_;
   SumBounds bounds_;
@@ -217,7 +217,7 @@ struct PackedAttention : torch::CustomClassHolder {
 private:
   std::shared_ptr<const Prepared> prepare(std::int64_t batch, std::int64_t tokens);
   c10::intrusive_ptr<PackedLinear> qkv_, proj_;
-  LruCache<std::pair<std::int64_t, std::int64_t>, Prepared> cache_;
+  LruCache<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Prepared> cache_; // b, t, threads
   SumBounds qkv_bounds_, proj_bounds_;
 };
 
