@@ -92,6 +92,8 @@ std::shared_ptr<const PackedAttention::Prepared> PackedAttention::prepare(std::i
   const auto key = std::make_tuple(b, t, static_cast<std::int64_t>(at::get_num_threads()));
   if (auto p = cache_.find(key))
     return p;
+  if (!cache_.admits(key))
+    return nullptr; // rarer than the shapes prepared: ATen's op this time
   using dnnl::memory;
   const auto f32 = memory::data_type::f32;
   const std::int64_t e = embed_dim, h = num_heads, d = e / h, e3 = 3 * e;
@@ -142,8 +144,10 @@ PackedAttention::run(const at::Tensor& query, const at::Tensor& key, const at::T
     return aten();
 
   const std::int64_t b = x.size(0), t = x.size(1), e = embed_dim;
-  const at::Tensor qkv = qkv_->run(x); // [B, T, 3E], the bias added
   const auto p = prepare(b, t);
+  if (!p)
+    return aten();
+  const at::Tensor qkv = qkv_->run(x); // [B, T, 3E], the bias added
   at::Tensor scores = at::empty({b, num_heads, t, t}, x.options());
   at::Tensor ctx = at::empty({b, t, e}, x.options());
   float* base = qkv.data_ptr<float>();

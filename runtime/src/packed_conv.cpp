@@ -130,6 +130,8 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
   key.push_back(at::get_num_threads());
   if (auto p = cache_.find(key))
     return p;
+  if (!cache_.admits(key))
+    return nullptr; // a shape rarer than those prepared: ATen's op this time
   using dnnl::memory;
   const auto& w = weight.sizes();
   const std::int64_t oc = w[0];
@@ -213,6 +215,8 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   if (detail::needsReference(x, post, bounds_))
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   const auto p = prepare(x);
+  if (!p)
+    return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   at::Tensor out = at::empty(p->output_sizes, x.options().memory_format(cl));
   if (r_in) {
     out.copy_(*r_in); // the sum post-op adds the convolution to what the output holds

@@ -39,6 +39,8 @@ std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t
   const auto key = std::make_pair(rows, static_cast<std::int64_t>(at::get_num_threads()));
   if (auto p = cache_.find(key))
     return p;
+  if (!cache_.admits(key))
+    return nullptr; // rarer than the row counts prepared: ATen's op this time
   using dnnl::memory;
   const std::int64_t out = weight.size(0), in = weight.size(1);
   auto p = std::make_shared<Prepared>();
@@ -77,6 +79,8 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   if (in == 0 || rows == 0 || outs == 0 || detail::needsReference(x, post, bounds_))
     return reference(x_in);
   const auto p = prepare(rows);
+  if (!p)
+    return reference(x_in);
   std::vector<std::int64_t> sizes = x.sizes().vec();
   sizes.back() = outs;
   at::Tensor out = at::empty(sizes, x.options());

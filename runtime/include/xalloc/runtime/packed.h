@@ -55,7 +55,10 @@ bool hasPackedConv();
 /// How many input shapes each packed op keeps prepared (a oneDNN primitive, and the weight
 /// packed for it, per input shape; shapes whose primitives read the same packed layout share one
 /// copy of the weight): `XALLOC_PACKED_CACHE`, a whole number from 1 to 4096, default 8; the
-/// least recently used shape is dropped beyond it. Read at the first packed call.
+/// least recently used shape is dropped beyond it, for a new shape asked for more often lately
+/// than that one; a rarer one is computed by ATen's op (lru_cache.h: a rotation over many
+/// shapes keeps 8 prepared instead of preparing each on every call). Read at the first packed
+/// call.
 std::size_t packedCacheCapacity();
 /// Sets it for packed ops made from now on (1 to 4096), for C++ callers and tests.
 void setPackedCacheCapacity(std::size_t shapes);
