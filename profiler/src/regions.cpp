@@ -211,16 +211,13 @@ void Profiler::measureRegions() {
         continue;
       }
       if (i == 0) {
-        // Under --budget, a region whose least work would not fit in what is left is not
-        // timed: the smaller regions after it may. That work: each candidate's first run, two
-        // runs of its rounding noise, three rounds of the candidates kept; the estimate takes
-        // the candidates as fast as the region as it is on this first (cold) run, and two
-        // kept beside it (the packed ones are 1.2-4x faster; a slow region's candidates no
-        // faster than it are dropped after their first run).
-        const double n = static_cast<double>(out.candidates.size());
-        const double least = first[0] * (n + 2 + 3 * 2);
+        // Under --budget, a region whose other candidates' first runs would not fit in what is
+        // left (taken as slow as the region as it is) is not timed: the smaller ones after it
+        // may be. The largest region, timed first, always is (three rounds at least): it is
+        // the one that gains most, and the budget may run over by it.
+        const double n = static_cast<double>(out.candidates.size() - 1);
         if (const double left = budgetLeftMs();
-            left >= 0 && least > left - kReserveShare * o_.budget_s * 1e3) {
+            timed > 1 && left >= 0 && first[0] * n > left - kReserveShare * o_.budget_s * 1e3) {
           budget_spent_ = too_big = true;
           break;
         }
@@ -237,6 +234,16 @@ void Profiler::measureRegions() {
         if (std::isfinite(err))
           c.output_error = err;
       }
+    }
+    // Nor one whose least work after the first runs does not fit: two runs of its rounding
+    // noise and three rounds of the region as it is and the candidates not slower than it.
+    if (const double left = budgetLeftMs(); timed > 1 && !too_big && left >= 0 && runs[0].fn) {
+      double round = first[0];
+      for (std::size_t i = 1; i < runs.size(); ++i)
+        if (runs[i].fn && first[i] <= kHopeless * first[0])
+          round += first[i];
+      if (2 * first[0] + 3 * round > left - kReserveShare * o_.budget_s * 1e3)
+        budget_spent_ = too_big = true;
     }
     if (too_big) {
       out.note = kBudgetSpent; // its least work does not fit in what is left
