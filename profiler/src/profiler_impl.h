@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <ATen/ATen.h>
@@ -161,6 +162,13 @@ private:
   // --budget: milliseconds left of it (-1: no budget).
   double budgetLeftMs() const {
     return o_.budget_s <= 0 ? -1 : std::max(0.0, o_.budget_s * 1e3 - msSince(start_));
+  }
+  // --budget: milliseconds the regions may still take (what is left less kReserveShare of the
+  // budget; below 0 when the reserve is reached); nullopt without a budget.
+  std::optional<double> regionsLeftMs() const {
+    if (o_.budget_s <= 0)
+      return std::nullopt;
+    return budgetLeftMs() - kReserveShare * o_.budget_s * 1e3;
   }
   // A region's round of candidates slower than this warms up once (under --budget: its first
   // round is its warm-up); under --budget a candidate more than kHopeless times the region as

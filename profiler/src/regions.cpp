@@ -216,8 +216,7 @@ void Profiler::measureRegions() {
         // may be. The largest region, timed first, always is (three rounds at least): it is
         // the one that gains most, and the budget may run over by it.
         const double n = static_cast<double>(out.candidates.size() - 1);
-        if (const double left = budgetLeftMs();
-            timed > 1 && left >= 0 && first[0] * n > left - kReserveShare * o_.budget_s * 1e3) {
+        if (const auto left = regionsLeftMs(); timed > 1 && left && first[0] * n > *left) {
           budget_spent_ = too_big = true;
           break;
         }
@@ -237,12 +236,12 @@ void Profiler::measureRegions() {
     }
     // Nor one whose least work after the first runs does not fit: two runs of its rounding
     // noise and three rounds of the region as it is and the candidates not slower than it.
-    if (const double left = budgetLeftMs(); timed > 1 && !too_big && left >= 0 && runs[0].fn) {
+    if (const auto left = regionsLeftMs(); timed > 1 && !too_big && left && runs[0].fn) {
       double round = first[0];
       for (std::size_t i = 1; i < runs.size(); ++i)
         if (runs[i].fn && first[i] <= kHopeless * first[0])
           round += first[i];
-      if (2 * first[0] + 3 * round > left - kReserveShare * o_.budget_s * 1e3)
+      if (2 * first[0] + 3 * round > *left)
         budget_spent_ = too_big = true;
     }
     if (too_big) {
@@ -277,7 +276,8 @@ void Profiler::measureRegions() {
     double first_round_ms = 0;
     for (std::size_t i : live)
       first_round_ms += first[i];
-    if (!(o_.budget_s > 0 && first_round_ms > kSlowRoundMs)) {
+    const bool first_is_warmup = o_.budget_s > 0 && first_round_ms > kSlowRoundMs;
+    if (!first_is_warmup) {
       const auto t0 = std::chrono::steady_clock::now();
       int warmups = 0;
       for (int w = 0; w < std::max(o_.warmup, 2); ++w) {
@@ -296,7 +296,7 @@ void Profiler::measureRegions() {
       std::vector<std::size_t> kept{live.front()};
       for (std::size_t k = 1; k < live.size(); ++k) {
         const std::size_t i = live[k];
-        if (warm[i] > kHopeless * warm[live.front()] && warm[i] == first[i]) {
+        if (warm[i] > kHopeless * warm[live.front()] && first_is_warmup) {
           // Its first run packed its weights and made its kernels: judged on a second one.
           const auto s = std::chrono::steady_clock::now();
           (void)runOnce(*runs[i].fn, runs[i].inputs);
@@ -321,10 +321,9 @@ void Profiler::measureRegions() {
     // percent of a few milliseconds, and paired rounds are cheap there. Under --budget, no more
     // rounds than the budget left holds (at least 3).
     Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
-    if (const double left = budgetLeftMs(); left >= 0)
-      counts.repeats = std::max(
-          3, std::min(counts.repeats, static_cast<int>((left - kReserveShare * o_.budget_s * 1e3) /
-                                                       std::max(round_ms, 1e-3))));
+    if (const auto left = regionsLeftMs())
+      counts.repeats =
+          std::max(3, std::min(counts.repeats, static_cast<int>(*left / std::max(round_ms, 1e-3))));
     for (int round = 0; round < counts.repeats; ++round) {
       std::vector<std::size_t> order = live;
       std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),

@@ -102,9 +102,7 @@ bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds) {
   // Other activations keep NaN and infinity through oneDNN's kernels as through ATen's (a NaN
   // or an infinity of each sign in a sum gives the same result in any order), and saturate
   // (sigmoid, tanh) or never overflow on the way (silu, gelu) as ATen's do.
-  const bool eats_nan =
-      post == PostOp::Relu || post == PostOp::Relu6 || post == PostOp::Hardsigmoid;
-  if (!eats_nan && post != PostOp::Hardswish)
+  if (!eatsNaN(post) && post != PostOp::Hardswish)
     return false;
   // Float's largest is 3.4e38: below 1e38 no partial sum overflows, whatever its order; below
   // 5e37 ATen's hardswish (x * 6 first) does not overflow either.

@@ -39,6 +39,12 @@ PostOp checkBiasAndPostOp(const char* who, at::Tensor& weight, c10::optional<at:
 /// m * weights + bias, in any order of summation); zero when the weight is not on the CPU.
 SumBounds sumBounds(const at::Tensor& weight, const c10::optional<at::Tensor>& bias);
 
+/// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
+/// a number out, where ATen's activations keep NaN.
+inline bool eatsNaN(PostOp p) {
+  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
+}
+
 /// True when the input must take ATen's path: gradients wanted (grad mode on and x requiring
 /// grad, or a forward-mode tangent); and, for a fused activation that would differ from
 /// ATen's at the extremes, an input that is not finite, or so large that the output could

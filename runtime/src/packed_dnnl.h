@@ -27,11 +27,6 @@ dnnl::engine& engine();
 dnnl::stream& stream();
 /// The activation's post-ops, after a sum when the output holds a residual to add.
 dnnl::post_ops postOps(PostOp p, bool residual);
-/// oneDNN computes relu, clip and the hard sigmoid's clip as max(x, 0) with NaN losing: NaN in,
-/// a number out, where ATen's activations keep NaN.
-inline bool eatsNaN(PostOp p) {
-  return p == PostOp::Relu || p == PostOp::Relu6 || p == PostOp::Hardsigmoid;
-}
 /// The activation oneDNN's kernel applies for `p`: `p`, but none for SiLU where this CPU runs
 /// the faster pass (silu_pass.h), which finishPostOp then applies.
 PostOp kernelPostOp(PostOp p);

@@ -102,29 +102,28 @@ graph(%self : Tensor, %x : Tensor, %w : Tensor):
       << whyNoRegion(*open);
 }
 
-// A video model's 3-D convolutions: blocked (nCdhw16c) as oneDNN runs them, the weights blocked
-// once, the residual add and relu on blocked tensors, the same values as ATen's within 1e-5 of
-// their scale; channels-last-3d stays a candidate.
-TEST(FamilyRegions, ThreeDConvolutionsRunBlocked) {
-  auto g =
-      frozenGraph(R"IR(
-graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
+namespace {
+// A video ResNet's block: conv3d with a bias, relu, conv3d, residual add, relu. Its weights and
+// bias (%w*) become constants (frozenGraph).
+const char* kVideoBlock = R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %wb1 : Tensor, %w2 : Tensor):
   %none : NoneType = prim::Constant()
   %one : int = prim::Constant[value=1]()
   %s : int[] = prim::ListConstruct(%one, %one, %one)
-  %c1 : Tensor = aten::conv3d(%x, %w1, %b1, %s, %s, %s, %one)
+  %c1 : Tensor = aten::conv3d(%x, %w1, %wb1, %s, %s, %s, %one)
   %r1 : Tensor = aten::relu(%c1)
   %c2 : Tensor = aten::conv3d(%r1, %w2, %none, %s, %s, %s, %one)
   %a : Tensor = aten::add(%c2, %r1, %one)
   %r2 : Tensor = aten::relu_(%a)
-  return (%r2))IR",
-                  {at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20, 20, 3, 3, 3}).mul(0.1)});
-  // %b1 is the one input left besides %x: make it a constant too.
-  {
-    torch::jit::WithInsertPoint at(g->block()->nodes().front());
-    g->inputs()[2]->replaceAllUsesWith(g->insertConstant(at::randn({20})));
-    g->eraseInput(2);
-  }
+  return (%r2))IR";
+} // namespace
+
+// A video model's 3-D convolutions: blocked (nCdhw16c) as oneDNN runs them, the weights blocked
+// once, the residual add and relu on blocked tensors, the same values as ATen's within 1e-5 of
+// their scale; channels-last-3d stays a candidate.
+TEST(FamilyRegions, ThreeDConvolutionsRunBlocked) {
+  auto g = frozenGraph(kVideoBlock, {at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20}),
+                                     at::randn({20, 20, 3, 3, 3}).mul(0.1)});
   const auto candidates = regionCandidates(5);
   std::vector<std::string> names;
   for (const auto& c : candidates)
@@ -156,17 +155,6 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
 TEST(FamilyRegions, ThreeDConvolutionsRunPacked) {
   if (!runtime::hasPackedConv())
     GTEST_SKIP() << "runtime built without oneDNN";
-  const char* ir = R"IR(
-graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
-  %none : NoneType = prim::Constant()
-  %one : int = prim::Constant[value=1]()
-  %s : int[] = prim::ListConstruct(%one, %one, %one)
-  %c1 : Tensor = aten::conv3d(%x, %w1, %b1, %s, %s, %s, %one)
-  %r1 : Tensor = aten::relu(%c1)
-  %c2 : Tensor = aten::conv3d(%r1, %w2, %none, %s, %s, %s, %one)
-  %a : Tensor = aten::add(%c2, %r1, %one)
-  %r2 : Tensor = aten::relu_(%a)
-  return (%r2))IR";
   at::manual_seed(11);
   const std::vector<at::Tensor> weights{at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20}),
                                         at::randn({20, 20, 3, 3, 3}).mul(0.1)};
@@ -176,12 +164,7 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor):
     names.push_back(c.name());
   for (const char* layout : {"channels_last_3d+packed", "channels_last_3d+packed+add"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), layout), names.end()) << layout;
-    auto g = frozenGraph(ir, {weights[0], weights[2]});
-    {
-      torch::jit::WithInsertPoint at(g->block()->nodes().front());
-      g->inputs()[2]->replaceAllUsesWith(g->insertConstant(weights[1]));
-      g->eraseInput(2);
-    }
+    auto g = frozenGraph(kVideoBlock, weights);
     const c10::IValue before = runGraph(g, in);
     auto regions = findLayoutRegions(*g, {5});
     ASSERT_EQ(regions.size(), 1u);

@@ -102,8 +102,8 @@ public:
   }
 
 private:
-  // One request for `key` counted; every 16x capacity requests all counts halve (those at 0
-  // go), and beyond 32x capacity keys the rarest are dropped.
+  // One request for `key` counted; every 16x capacity requests, or sooner when more than 32x
+  // capacity keys are counted, all counts halve, and those at 0 not cached go.
   void count(const Key& key) {
     ++freq_[key];
     if (++requests_ < 16 * capacity_ && freq_.size() <= 32 * capacity_)

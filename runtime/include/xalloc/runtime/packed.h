@@ -162,11 +162,6 @@ struct PackedLinear : torch::CustomClassHolder {
   State state() const;
   std::size_t preparedShapes() const;
   std::size_t packedWeights() const;
-  /// 2 or 3: the convolution's spatial dimensions (the weight's, less out and in).
-  std::int64_t spatialDims() const;
-  /// Refuses a call through the op of the other rank (xalloc::conv2d_packed on a 3-D one).
-  void checkCalledAs(std::int64_t dims, bool add) const;
-
   at::Tensor weight; // [out, in]
   c10::optional<at::Tensor> bias;
   PostOp post = PostOp::None;
