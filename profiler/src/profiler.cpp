@@ -29,10 +29,15 @@ formats::Profile Profiler::run() {
   p_.model.frozen = tspass::isFrozen(model.module);
   // Numbered as xrewrite numbers it, on the form every saved copy of the model has.
   tspass::canonicalize(model, o_.method);
+  prepareInputs(model);
+  // Frozen, specialized to the inputs' ranks as xrewrite specializes it before numbering.
+  if (p_.model.frozen) {
+    tspass::specializeToInputRanks(model, o_.method, inputRanks());
+    inputs_[0] = model.module._ivalue();
+  }
   if (o_.freeze)
     frozen_ = model; // the regions are found on it: not loaded and frozen a second time
   auto method = model.module.find_method(o_.method);
-  prepareInputs(model);
   p_.settings.iterations = o_.iterations;
   p_.settings.warmup = o_.warmup;
   p_.settings.repeats = o_.repeats;

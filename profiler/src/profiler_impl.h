@@ -43,6 +43,8 @@
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/mutation.h"
+#include "xalloc/tspass/regions.h"
+#include "xalloc/tspass/specialize.h"
 #include "xalloc/tspass/threads.h"
 #include "xalloc/version.h"
 
@@ -55,7 +57,8 @@ using torch::jit::Value;
 // The version of how xprof measures: raised whenever a change makes stored measurements
 // incomparable with new ones, so that the database never mixes the two.
 // 4: ops numbered on the model passed through the serializer (tspass::canonicalize).
-inline constexpr int kMeasureMethod = 4;
+// 5: a frozen model numbered after its specialization to its inputs' ranks (tspass/specialize.h).
+inline constexpr int kMeasureMethod = 5;
 // The version of what xprof concludes from its measurements (records, safety judgements):
 // raised when the same measurements would make a different profile, so that a finished
 // profile stored before is not handed back. 2: tensor attributes alias by storage.
@@ -78,7 +81,9 @@ inline constexpr int kMeasureMethod = 4;
 // fast-form channels-last candidates timed with that entry channels-last.
 // 17: packed convolutions and linears run SiLU as their own pass, not oneDNN's post-op (faster:
 // timings of regions with SiLU changed).
-inline constexpr int kProfileAnalysis = 17;
+// 18: a frozen model is specialized to its inputs' ranks (tspass/specialize.h) before numbering:
+// dict items forwarded, rank branches inlined, so regions run through a segmenter's head.
+inline constexpr int kProfileAnalysis = 18;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 
@@ -90,6 +95,10 @@ public:
 
 private:
   void prepareInputs(tspass::LoadedModel& model);
+  /// The rank of each input after self (prepareInputs's), as regions and specialization read them.
+  std::vector<std::optional<int>> inputRanks() const {
+    return tspass::inputRanks({inputs_.begin() + 1, inputs_.end()});
+  }
 
   // The device fingerprint scopes the database: measurements from another CPU, core count,
   // thread count or cache size never count here, nor those taken on another BLAS (Debian's

@@ -86,11 +86,11 @@ void Profiler::measureRegions() {
     }
     tspass::freezeModel(model, o_.method);
     tspass::canonicalize(model, o_.method);
+    tspass::specializeToInputRanks(model, o_.method, inputRanks());
   }
   auto graph = tspass::inlineMethod(model.module, o_.method);
   tspass::useOriginalSourceRanges(*graph);
-  const std::vector<c10::IValue> tensors(inputs_.begin() + 1, inputs_.end());
-  auto regions = tspass::findLayoutRegions(*graph, tspass::inputRanks(tensors));
+  auto regions = tspass::findLayoutRegions(*graph, inputRanks());
   if (regions.empty()) {
     p_.regions_note = tspass::whyNoRegion(*graph);
     return;

@@ -32,6 +32,7 @@
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
+#include "xalloc/tspass/specialize.h"
 #include "xalloc/tspass/value_compare.h"
 
 namespace xalloc::rewriter {
@@ -320,6 +321,16 @@ std::vector<std::optional<int>> inputRanks(const XrewriteOptions& o,
   return fromSpecs(specs);
 }
 
+std::string specializedNote(const tspass::Specialized& s) {
+  std::string what = "specialized to the inputs' ranks, as xprof profiled it:";
+  if (s.rank_reads > 0)
+    what += " " + std::to_string(s.rank_reads) + " rank check(s) (x.dim()) now constants";
+  if (s.dict_reads > 0)
+    what += std::string(s.rank_reads > 0 ? "," : "") + " " + std::to_string(s.dict_reads) +
+            " read(s) of a dict's item now read the value stored";
+  return what;
+}
+
 } // namespace
 
 int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedule,
@@ -370,11 +381,20 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   auto graph = tspass::inlineMethod(model.module, o.method);
   tspass::useOriginalSourceRanges(*graph);
   const std::string before = tspass::graphText(*graph);
+  // Frozen, specialized to the inputs' ranks as xprof specialized it before numbering.
+  const auto ranks = inputRanks(o, schedule, model);
+  const tspass::Specialized specialized = tspass::specializeToInputRanks(model, o.method, ranks);
+  if (specialized.changed()) {
+    graph = tspass::inlineMethod(model.module, o.method);
+    tspass::useOriginalSourceRanges(*graph);
+    if (!o.quiet)
+      printNote(o.model, specializedNote(specialized));
+  }
   // Whole regions found first, on the graph as xprof found them (frozen, linears as they are),
   // and marked; they are rewritten after the value decisions, which renumber linears.
-  const tspass::MarkedRegions marked = tspass::markRegionDecisions(
-      *graph, schedule, inputRanks(o, schedule, model), tspass::isFrozen(model.module),
-      o.form == formats::RewriteForm::Fast);
+  const tspass::MarkedRegions marked =
+      tspass::markRegionDecisions(*graph, schedule, ranks, tspass::isFrozen(model.module),
+                                  o.form == formats::RewriteForm::Fast);
   // Numbered as xprof numbered it: with linears exposed; those no decision touched go back.
   const auto exposed = tspass::exposeLinearWeights(*graph);
   tspass::ApplyOptions apply;

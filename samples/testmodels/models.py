@@ -23,10 +23,13 @@ pattern the tools must handle:
 - FireNet: two SqueezeNet Fire modules (a squeeze convolution, two expand convolutions whose
   outputs torch.cat joins) between a stem and a global pooling: one layout region through the
   concatenations.
+- SegNet: a segmenter as torchvision writes one (LR-ASPP's head): the backbone hands its
+  features to the head in a dict (IntermediateLayerGetter's), the head resizes with
+  F.interpolate (whose branch on the input's rank sits in the graph) and adds two classifiers.
 - Attention: a ViT-style encoder block (patch tokens from flatten + transpose,
   nn.MultiheadAttention, MLP).
 """
-from typing import List
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
@@ -306,6 +309,37 @@ class DenseNetLike(nn.Module):
         return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+class SegNet(nn.Module):
+    def __init__(self, classes: int = 5):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, 2, 1)
+        self.low = nn.Conv2d(8, 16, 3, 1, 1)
+        self.high = nn.Conv2d(16, 24, 3, 2, 1)
+        self.cbr = nn.Sequential(nn.Conv2d(24, 16, 1, bias=False), nn.BatchNorm2d(16),
+                                 nn.ReLU(inplace=True))
+        self.scale = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(24, 16, 1), nn.Sigmoid())
+        self.low_classifier = nn.Conv2d(16, classes, 1)
+        self.high_classifier = nn.Conv2d(16, classes, 1)
+
+    def features(self, x: torch.Tensor) -> Dict[str, torch.Tensor]:
+        out: Dict[str, torch.Tensor] = {}
+        x = F.relu(self.low(F.relu(self.stem(x))))
+        out["low"] = x
+        out["high"] = F.relu(self.high(x))
+        return out
+
+    def forward(self, x: torch.Tensor) -> Dict[str, torch.Tensor]:
+        size = x.shape[-2:]
+        f = self.features(x)
+        low, high = f["low"], f["high"]
+        y = self.cbr(high) * self.scale(high)
+        y = F.interpolate(y, size=low.shape[-2:], mode="bilinear", align_corners=False)
+        y = self.low_classifier(low) + self.high_classifier(y)
+        result: Dict[str, torch.Tensor] = {}
+        result["out"] = F.interpolate(y, size=size, mode="bilinear", align_corners=False)
+        return result
+
+
 class TracedMixer(TokenMixer):
     """TokenMixer as torch.jit.trace records it (the usual export of Hugging Face models): each
     node's source range is the Python stack the tracer saw, not an expression."""
@@ -328,4 +362,5 @@ MODELS = {
     "firenet": (FireNet, [{"name": "x", "shape": [2, 3, 40, 40], "dtype": "float32"}]),
     "resblocks": (ResBlocks, [{"name": "x", "shape": [2, 3, 24, 24], "dtype": "float32"}]),
     "densenet": (DenseNetLike, [{"name": "x", "shape": [2, 3, 32, 32], "dtype": "float32"}]),
+    "segnet": (SegNet, [{"name": "x", "shape": [1, 3, 48, 48], "dtype": "float32"}]),
 }

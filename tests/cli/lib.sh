@@ -79,6 +79,7 @@ spec = json.loads(files["xalloc/example_inputs.json"])["inputs"]
 def flat(v):
     if isinstance(v, torch.Tensor): return [v]
     if isinstance(v, (tuple, list)): return [t for x in v for t in flat(x)]
+    if isinstance(v, dict): return [t for k in sorted(v) for t in flat(v[k])]
     return []
 for seed in range(5):
     g = torch.Generator().manual_seed(100 + seed)

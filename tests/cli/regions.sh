@@ -38,7 +38,9 @@ validate "$WORK/schedule.json" || fail "the schedule with region decisions does 
 grep -Eq 'region 0 \(([0-9]+) ops\)' "$WORK/explain.txt" || fail "no region line: $(cat "$WORK/explain.txt")"
 # Force the region's decision (timings on a loaded machine may leave it alone): the fastest
 # measured candidate within the tolerance, whatever its margin.
-python3 - "$WORK/schedule.json" "$WORK/profile.json" "$WORK/forced.json" <<'PY'
+# force_fastest SCHEDULE PROFILE OUT: the first convolution region's decision, so forced.
+force_fastest() {
+  python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
 s, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 region = next(r for r in p["regions"] if r["convolutions"] > 0)
@@ -51,6 +53,8 @@ for d in s["decisions"]:
         d["target"] = best["layout"].partition("+")[0]
 json.dump(s, open(sys.argv[3], "w"))
 PY
+}
+force_fastest "$WORK/schedule.json" "$WORK/profile.json" "$WORK/forced.json"
 xrewrite "$model" -s "$WORK/forced.json" --freeze -o "$WORK/out.pt" --diff >"$WORK/diff.txt" 2>"$WORK/err.txt" ||
   fail "xrewrite: $(cat "$WORK/err.txt")"
 grep -q "applied: region 0 as" "$WORK/err.txt" || fail "the region was not applied: $(cat "$WORK/err.txt")"
@@ -236,4 +240,30 @@ xcost "$WORK/spent.json" | xsched --form fast -o "$WORK/spent.schedule.json"
 validate "$WORK/spent.schedule.json"
 ! grep '"region_layout"' "$WORK/spent.schedule.json" | grep -vq '"contiguous"' ||
   fail "an untimed region was planned: $(grep '"region_layout"' "$WORK/spent.schedule.json")"
+
+# A segmenter (SegNet: LR-ASPP's head) hands its features to the head in a dict and resizes in
+# F.interpolate's branch on the rank: frozen and specialized to the input's rank (both tools),
+# it is one region, every convolution and both resizings; rewritten, verified, and a second run
+# changes nothing.
+seg="$XALLOC_SAMPLES/segnet.pt"
+xprof "$seg" "${QUICK[@]}" --threads 1 --freeze -o "$WORK/seg.json"
+python3 - "$WORK/seg.json" <<'PY' || fail "the segmenter's region"
+import json, sys
+p = json.load(open(sys.argv[1]))
+convs = [r for r in p["regions"] if r["convolutions"] > 0]
+assert len(convs) == 1, [(r["id"], r["convolutions"], r.get("note")) for r in p["regions"]]
+kinds = [n["op"] for n in convs[0]["nodes"]]
+assert kinds.count("aten::conv2d") == 7 and kinds.count("aten::upsample_bilinear2d") == 2, kinds
+assert all(c["measured"] for c in convs[0]["candidates"]), convs[0]["candidates"]
+PY
+xcost "$WORK/seg.json" | xsched --form fast -o "$WORK/seg.schedule.json"
+force_fastest "$WORK/seg.schedule.json" "$WORK/seg.json" "$WORK/seg.forced.json"
+xrewrite "$seg" -s "$WORK/seg.forced.json" --freeze -o "$WORK/seg.pt" 2>"$WORK/seg.log" ||
+  fail "segmenter: $(cat "$WORK/seg.log")"
+grep -q "specialized to the inputs' ranks.*2 read(s) of a dict's item" "$WORK/seg.log" ||
+  fail "segmenter: not specialized: $(cat "$WORK/seg.log")"
+grep -q "applied: region 0 as" "$WORK/seg.log" || fail "segmenter: $(cat "$WORK/seg.log")"
+same_outputs "$seg" "$WORK/seg.pt" >/dev/null || fail "segmenter: rewritten outputs differ"
+xrewrite "$WORK/seg.pt" -s "$WORK/seg.forced.json" --freeze --diff -q >"$WORK/seg.diff"
+[[ ! -s "$WORK/seg.diff" ]] || fail "segmenter: a second rewrite changes: $(head -30 "$WORK/seg.diff")"
 echo "cli.regions: ok"

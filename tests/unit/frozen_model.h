@@ -12,7 +12,9 @@
 #include <ATen/core/ivalue.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
 
 #include "xalloc/formats/layout_traits.h"
 #include "xalloc/formats/schedule.h"
@@ -52,6 +54,30 @@ inline Frozen frozenSample(const std::string& name, bool inlined = true) {
 
 inline std::vector<std::optional<int>> ranksOf(const Frozen& f) {
   return tspass::inputRanks(std::vector<c10::IValue>(f.inputs.begin() + 1, f.inputs.end()));
+}
+
+/// `ir` (parsed, or a graph), each graph input named %w* replaced by a constant tensor from
+/// `weights` (in order), as freezing leaves a model's weights: its inputs are then the rest.
+inline std::shared_ptr<torch::jit::Graph> frozenGraph(std::shared_ptr<torch::jit::Graph> g,
+                                                      std::vector<at::Tensor> weights) {
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < g->inputs().size();) {
+    torch::jit::Value* in = g->inputs()[i];
+    if (in->debugName().rfind("w", 0) != 0) {
+      ++i;
+      continue;
+    }
+    torch::jit::WithInsertPoint at(g->block()->nodes().front());
+    in->replaceAllUsesWith(g->insertConstant(weights.at(next++)));
+    g->eraseInput(i);
+  }
+  return g;
+}
+inline std::shared_ptr<torch::jit::Graph> frozenGraph(const char* ir,
+                                                      std::vector<at::Tensor> weights) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, g.get());
+  return frozenGraph(g, std::move(weights));
 }
 
 /// The graph run on `in` (a copy: the graph itself is never run, so it can still be edited).

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/ir/irparser.h>
 
 #include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/graph_utils.h"
@@ -21,28 +20,10 @@
 using namespace xalloc;
 using namespace xalloc::tspass;
 using xalloc::testing::countNodes;
+using xalloc::testing::frozenGraph;
 using xalloc::testing::runGraph;
 
 namespace {
-
-// `ir` parsed, each graph input named %w* replaced by a constant tensor from `weights` (in
-// order), as freezing leaves a model's weights: its inputs are then the rest.
-std::shared_ptr<torch::jit::Graph> frozenGraph(const char* ir, std::vector<at::Tensor> weights) {
-  auto g = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(ir, g.get());
-  std::size_t next = 0;
-  for (std::size_t i = 0; i < g->inputs().size();) {
-    torch::jit::Value* in = g->inputs()[i];
-    if (in->debugName().rfind("w", 0) != 0) {
-      ++i;
-      continue;
-    }
-    torch::jit::WithInsertPoint at(g->block()->nodes().front());
-    in->replaceAllUsesWith(g->insertConstant(weights.at(next++)));
-    g->eraseInput(i);
-  }
-  return g;
-}
 
 formats::RegionCandidate named(const char* name) {
   auto c = formats::parseCandidateName(name);
@@ -221,6 +202,38 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : Tensor):
   ASSERT_TRUE(e.applied) << e.message;
   EXPECT_EQ(e.entry_conversions, 1);
   EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-4);
+}
+
+// LR-ASPP's head adds its two classifiers, `low_classifier(low) + high_classifier(x)`: both
+// convolutions are read by the add alone, and the add fuses into one of them.
+TEST(FamilyRegions, AnAddOfTwoConvolutionsFusesOnce) {
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "the runtime was built without oneDNN";
+  auto g = frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %p : int[] = prim::ListConstruct(%zero, %zero)
+  %c1 : Tensor = aten::conv2d(%x, %w1, %none, %s, %s, %s, %one)
+  %low : Tensor = aten::relu(%c1)
+  %a : Tensor = aten::conv2d(%low, %w2, %none, %s, %p, %s, %one)
+  %b : Tensor = aten::conv2d(%x, %w3, %none, %s, %p, %s, %one)
+  %out : Tensor = aten::add(%a, %b, %one)
+  return (%out))IR",
+                       {at::randn({8, 4, 3, 3}), at::randn({5, 8, 1, 1}), at::randn({5, 4, 1, 1})});
+  auto regions = findLayoutRegions(*g, {4});
+  ASSERT_EQ(regions.size(), 1u) << graphText(*g);
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({1, 4, 10, 10})};
+  const c10::IValue before = runGraph(g, in);
+  const RegionEdit e = applyRegionLayout(*g, regions[0], named("channels_last+packed+add"));
+  ASSERT_TRUE(e.applied) << e.message;
+  g->lint();
+  EXPECT_EQ(countNodes(*g, "xalloc::conv2d_packed_add"), 1u);
+  EXPECT_EQ(countNodes(*g, "xalloc::conv2d_packed"), 2u);
+  EXPECT_EQ(countNodes(*g, "aten::add"), 0u);
+  EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-5);
 }
 
 TEST(FamilyRegions, NoRegionSaysWhy) {

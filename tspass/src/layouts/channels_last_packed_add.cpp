@@ -78,11 +78,15 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
     // Moves first, with one alias analysis of the graph as it is; the edits after. The
     // analysis borrows the graph for this scope (a shared_ptr that does not own it).
     torch::jit::AliasDb alias(std::shared_ptr<torch::jit::Graph>(&g, [](torch::jit::Graph*) {}));
+    // An add of two convolutions (LR-ASPP's two classifiers) fuses into the first one only.
+    std::unordered_set<const Node*> adds;
     for (Node* n : r.nodes)
       if (isConv(n))
         if (auto f = residualAddAfter(n, in))
-          if (alias.moveBeforeTopologicallyValid(f->conv, f->add))
+          if (!adds.count(f->add) && alias.moveBeforeTopologicallyValid(f->conv, f->add)) {
+            adds.insert(f->add);
             found.push_back(*f);
+          }
   }
   for (const ResidualAdd& f : found) {
     Value* w = layouts::topConstant(g, layouts::packedConv(f.conv, f.post));
