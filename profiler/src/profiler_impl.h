@@ -40,6 +40,7 @@
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/layer_noise.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/mutation.h"
@@ -83,7 +84,8 @@ inline constexpr int kMeasureMethod = 5;
 // timings of regions with SiLU changed).
 // 18: a frozen model is specialized to its inputs' ranks (tspass/specialize.h) before numbering:
 // dict items forwarded, rank branches inlined, so regions run through a segmenter's head.
-inline constexpr int kProfileAnalysis = 18;
+// 19: a region's rounding error also moves each layer's output one ulp (tspass/layer_noise.h).
+inline constexpr int kProfileAnalysis = 19;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

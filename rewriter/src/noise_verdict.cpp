@@ -1,5 +1,5 @@
-// judgeBesideNoise: a rewrite's change of outputs against what float32 rounding of the inputs,
-// or freezing alone, already does to the original's.
+// judgeBesideNoise: a rewrite's change of outputs against what float32 rounding of the inputs
+// or at each layer, or freezing alone, already does to the original's.
 #include "noise_verdict.h"
 
 #include <cmath>
@@ -18,6 +18,7 @@ std::string sci(double x) {
 
 NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b, double error,
                               double tolerance, const std::vector<c10::IValue>& ulp_runs,
+                              const std::optional<c10::IValue>& layered,
                               const std::optional<c10::IValue>& frozen_alone) {
   NoiseVerdict v;
   v.counted = error;
@@ -32,21 +33,23 @@ NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b
             "the frozen original's, bit for bit";
     return v;
   }
-  std::vector<const c10::IValue*> refs;
+  std::vector<std::pair<const c10::IValue*, const char*>> refs; // each with what it is
   for (const c10::IValue& r : ulp_runs)
-    refs.push_back(&r);
+    refs.emplace_back(&r, "one ulp of the inputs");
+  if (layered)
+    refs.emplace_back(&*layered, "one ulp at each layer's output (another summation order)");
   if (frozen_alone)
-    refs.push_back(&*frozen_alone);
+    refs.emplace_back(&*frozen_alone, "freezing alone (torch.jit.freeze)");
   // The largest finite reference, and whether one reorders the outputs.
   double reference = 0;
   bool reorders = false;
   std::string named = "one ulp of the inputs";
-  for (std::size_t k = 0; k < refs.size(); ++k) {
+  for (const auto& [ref, what] : refs) {
     const double r =
-        tspass::bitwiseEqual(out_a, *refs[k]) ? 0.0 : tspass::maxRelativeError(out_a, *refs[k]);
+        tspass::bitwiseEqual(out_a, *ref) ? 0.0 : tspass::maxRelativeError(out_a, *ref);
     if (std::isfinite(r) && r > reference) {
       reference = r;
-      named = k < ulp_runs.size() ? "one ulp of the inputs" : "freezing alone (torch.jit.freeze)";
+      named = what;
     }
     reorders = reorders || !std::isfinite(r);
   }
@@ -63,8 +66,8 @@ NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b
   // The original's own outputs reorder under one ulp of its inputs or freezing alone (top-k
   // and NMS put nearly equal scores in either order): compared as multisets.
   double sorted_reference = 0;
-  for (const c10::IValue* r : refs) {
-    const double s = tspass::maxSortedError(out_a, *r);
+  for (const auto& [ref, what] : refs) {
+    const double s = tspass::maxSortedError(out_a, *ref);
     if (std::isfinite(s))
       sorted_reference = std::max(sorted_reference, s);
   }
@@ -74,7 +77,8 @@ NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b
     v.within = true;
     v.counted = sorted;
     v.unordered = true;
-    v.why = "twice what one ulp of the inputs or freezing alone moves the original's (" +
+    v.why = "twice what float32 rounding (of the inputs, at each layer) or freezing alone moves "
+            "the original's (" +
             sci(sorted_reference) +
             "), which reorder its outputs as this does (top-k and NMS put nearly equal scores in "
             "either order)";

@@ -1,6 +1,6 @@
 // Whether a rewritten model's outputs, beyond the tolerance, still differ from the original's
-// by no more than float32's own noise: what one ulp of the inputs, or freezing alone, already
-// moves the original's outputs by (formats::noiseBound).
+// by no more than float32's own noise: what one ulp of the inputs or at each layer's output, or
+// freezing alone, already moves the original's outputs by (formats::noiseBound).
 #pragma once
 
 #include <optional>
@@ -21,13 +21,16 @@ struct NoiseVerdict {
 
 /// `out_a`, `out_b`: the original's and the rewritten model's outputs on one input, `error`
 /// their maxRelativeError (beyond `tolerance`). `ulp_runs`: the original's outputs on that input
-/// moved one ulp (draws); `frozen_alone`: the original frozen alone, when the rewrite froze it.
+/// moved one ulp (draws); `layered`: the original's with each layer's output moved one ulp
+/// (tspass/layer_noise.h), when it has layers; `frozen_alone`: the original frozen alone, when
+/// the rewrite froze it.
 /// A rewrite whose outputs are the frozen original's bit for bit is within; otherwise within
 /// noiseBound of the largest finite reference; and where a reference reorders the original's
 /// outputs (unbounded element by element: top-k, NMS), within noiseBound of the references
 /// compared blind to order (maxSortedError).
 NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b, double error,
                               double tolerance, const std::vector<c10::IValue>& ulp_runs,
+                              const std::optional<c10::IValue>& layered,
                               const std::optional<c10::IValue>& frozen_alone);
 
 /// "1.2e-04": how the verification messages write an error.

@@ -28,6 +28,7 @@
 #include "xalloc/tool.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/layer_noise.h"
 #include "xalloc/tspass/linear.h"
 #include "xalloc/tspass/model_io.h"
 #include "xalloc/tspass/regions.h"
@@ -158,7 +159,9 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
                        bool within_noise) {
   auto ma = tspass::loadModel(a);
   auto mb = tspass::loadModelBytes(b_bytes, b);
-  std::optional<tspass::LoadedModel> frozen; // the original frozen alone, made when needed
+  std::optional<tspass::LoadedModel> frozen;  // the original frozen alone, made when needed
+  std::optional<tspass::LoadedModel> layered; // with one ulp more at each layer, when needed
+  int layers = 0;
   Verified v;
   const int total = fixed ? runs + 1 : runs;
   for (int i = 0; i < total; ++i) {
@@ -205,6 +208,19 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
       for (std::uint64_t draw = 0; draw < 2; ++draw)
         ulp_runs.push_back(
             run(ma, tspass::oneUlpAway(given, 2 * static_cast<std::uint64_t>(i) + draw)));
+      // And another summation order: each layer's output moved one ulp (layer_noise.h), on the
+      // model as it was rewritten (frozen when the rewrite froze it).
+      if (!layered) {
+        layered = tspass::loadModel(a);
+        if (froze)
+          tspass::freezeModel(*layered, method);
+        layers = tspass::moveLayerOutputsOneUlp(*tspass::inlineMethod(layered->module, method));
+      }
+      std::optional<c10::IValue> moved;
+      if (layers > 0) {
+        at::manual_seed(0x5eed + static_cast<std::uint64_t>(i));
+        moved = run(*layered, given);
+      }
       std::optional<c10::IValue> alone;
       if (froze) {
         if (!frozen) {
@@ -213,7 +229,7 @@ Verified verifyOutputs(const std::string& a, const std::string& b_bytes, const s
         }
         alone = run(*frozen, given);
       }
-      const NoiseVerdict n = judgeBesideNoise(out_a, out_b, e, tolerance, ulp_runs, alone);
+      const NoiseVerdict n = judgeBesideNoise(out_a, out_b, e, tolerance, ulp_runs, moved, alone);
       if (n.within) {
         bad = false;
         counted = n.counted;

@@ -10,6 +10,7 @@
 #include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/inputs.h"
+#include "xalloc/tspass/layer_noise.h"
 #include "xalloc/tspass/region_layouts.h"
 #include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
@@ -293,6 +294,36 @@ TEST(FamilyRegions, OneUlpAwayMovesEachFloatByOneUlp) {
 
 // Outputs compared blind to order: a detector's detections with two nearly equal scores swapped
 // are the same multiset; a changed value is not.
+// Another summation order's reference (layer_noise.h): each convolution's output moved one ulp,
+// up or down at random, its zeros kept; what reads it reads the moved value.
+TEST(FamilyRegions, EachLayersOutputMovesOneUlp) {
+  auto g = frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %w1 : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c1 : Tensor = aten::conv2d(%x, %w1, %none, %s, %s, %s, %one)
+  %r1 : Tensor = aten::relu(%c1)
+  %t : (Tensor, Tensor) = prim::TupleConstruct(%c1, %r1)
+  return (%t))IR",
+                       {at::randn({8, 4, 3, 3})});
+  const std::vector<c10::IValue> in{at::zeros({1}), at::randn({1, 4, 10, 10})};
+  const c10::IValue before = runGraph(g, in);
+  ASSERT_EQ(moveLayerOutputsOneUlp(*g), 1);
+  g->lint();
+  at::manual_seed(7);
+  const c10::IValue after = runGraph(g, in);
+  const at::Tensor c = before.toTupleRef().elements()[0].toTensor();
+  const at::Tensor m = after.toTupleRef().elements()[0].toTensor();
+  const at::Tensor up = at::nextafter(c, at::full_like(c, INFINITY));
+  const at::Tensor down = at::nextafter(c, at::full_like(c, -INFINITY));
+  EXPECT_TRUE(at::logical_or(m.eq(up), m.eq(down)).all().item<bool>());
+  EXPECT_GT(m.eq(up).sum().item<std::int64_t>(), 0);
+  EXPECT_GT(m.eq(down).sum().item<std::int64_t>(), 0);
+  const at::Tensor r = after.toTupleRef().elements()[1].toTensor();
+  EXPECT_TRUE(at::equal(r, at::relu(m))) << "the relu reads the moved output";
+}
+
 TEST(FamilyRegions, SortedErrorIsBlindToOrderOnly) {
   const at::Tensor scores = at::tensor({0.9f, 0.5f, 0.5001f, 0.1f});
   const at::Tensor labels = at::tensor({3, 7, 2, 1});
