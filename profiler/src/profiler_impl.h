@@ -186,6 +186,8 @@ private:
   // it is then is timed no further (within 5% it could gain nothing worth a second's round).
   static constexpr double kSlowRoundMs = 1000;
   static constexpr double kHopeless = 1.05;
+  // ... and one more than kOutpaced times the fastest other candidate cannot be chosen either.
+  static constexpr double kOutpaced = 1.5;
 
   const ProfileOptions& o_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -3,6 +3,7 @@
 // in every candidate layout (the same rewrite xrewrite writes, boundary conversions included),
 // interleaved round by round so drift hits every candidate alike.
 #include <numeric>
+#include <tuple>
 
 #include <torch/csrc/jit/api/function_impl.h>
 
@@ -103,21 +104,39 @@ void Profiler::measureRegions() {
   runner.run(in, {/*keep_values=*/true, false, false}, &trace);
 
   progress_.phase("timing layout regions", regions.size());
-  // Largest first (by convolutions, then ops): under --budget, the regions that gain most are
-  // the ones timed. The profile lists them in graph order, by id.
+  // Largest first: by the time the profile's run spent in their ops (a detector's head, five
+  // convolutions run on every feature level, outweighs its 53-convolution backbone), then by
+  // convolutions and ops. Under --budget, the regions that gain most are the ones timed. The
+  // profile lists them in graph order, by id.
+  std::map<std::string, double> op_ms; // by anchor (file, function, expr, op, ordinal)
+  auto key = [](const formats::Anchor& a) {
+    return a.file + '\n' + a.function + '\n' + a.expr + '\n' + a.op + '\n' +
+           std::to_string(a.ordinal);
+  };
+  for (const formats::Op& op : p_.ops)
+    op_ms[key(op.anchor)] += op.duration_ms;
+  std::vector<double> work(regions.size(), 0.0);
+  for (std::size_t i = 0; i < regions.size(); ++i)
+    for (const formats::Anchor& a : tspass::regionRef(regions[i], index, 0).nodes)
+      if (auto it = op_ms.find(key(a)); it != op_ms.end())
+        work[i] += it->second;
   std::vector<std::size_t> largest_first(regions.size());
   std::iota(largest_first.begin(), largest_first.end(), 0);
   std::stable_sort(largest_first.begin(), largest_first.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = regions[a];
     const auto& y = regions[b];
-    return std::make_pair(x.convolutions, x.nodes.size()) >
-           std::make_pair(y.convolutions, y.nodes.size());
+    return std::make_tuple(work[a], x.convolutions, x.nodes.size()) >
+           std::make_tuple(work[b], y.convolutions, y.nodes.size());
   });
   std::size_t timed = 0;
+  double work_left = std::accumulate(work.begin(), work.end(), 0.0); // of the regions not timed
   for (std::size_t at : largest_first) {
     tspass::LayoutRegion& r = regions[at];
     formats::Region out;
     out.ref = tspass::regionRef(r, index, static_cast<std::int64_t>(at));
+    // Its share of what is left of the budget for rounds: by its work among those still to time.
+    const double share = work_left > 0 ? work[at] / work_left : 1.0;
+    work_left -= work[at];
     progress_.tick(++timed);
     if (pastBudget(1.0 - kReserveShare)) {
       out.candidates = tspass::regionCandidates(r.rank);
@@ -234,14 +253,23 @@ void Profiler::measureRegions() {
           c.output_error = err;
       }
     }
-    // Nor one whose least work after the first runs does not fit: three runs of its rounding
-    // noise and three rounds of the region as it is and the candidates not slower than it.
+    // A slow region under --budget (its first round over kSlowRoundMs: a detector's 2-second
+    // backbone) measures its rounding noise on one draw of its inputs, not two, and is timed in
+    // two rounds at least, not three: its candidates differ by far more than a round's spread.
+    double first_round_ms = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      first_round_ms += runs[i].fn ? first[i] : 0.0;
+    const bool slow = o_.budget_s > 0 && first_round_ms > kSlowRoundMs;
+    const int least_rounds = slow ? 2 : 3;
+    const std::uint64_t draws = slow ? 1 : 2;
+    // Nor one whose least work after the first runs does not fit: the runs of its rounding
+    // noise and its least rounds of the region as it is and the candidates not slower than it.
     if (const auto left = regionsLeftMs(); timed > 1 && !too_big && left && runs[0].fn) {
       double round = first[0];
       for (std::size_t i = 1; i < runs.size(); ++i)
         if (runs[i].fn && first[i] <= kHopeless * first[0])
           round += first[i];
-      if (3 * first[0] + 3 * round > *left)
+      if (static_cast<double>(draws + 1) * first[0] + least_rounds * round > *left)
         budget_spent_ = too_big = true;
     }
     if (too_big) {
@@ -257,7 +285,7 @@ void Profiler::measureRegions() {
     // What float32 rounding alone does to the exits: the region as it is, its float inputs
     // moved by one unit in the last place (the most of two draws), and each of its layers'
     // outputs moved so (another summation order's rounding, tspass/layer_noise.h).
-    for (std::uint64_t draw = 0; draw < 2 && out.candidates.size() > 1; ++draw) {
+    for (std::uint64_t draw = 0; draw < draws && out.candidates.size() > 1; ++draw) {
       const double e = tspass::maxRelativeError(
           runs[0].outputs, runOnce(*runs[0].fn, tspass::oneUlpAway(runs[0].inputs, draw)));
       if (std::isfinite(e))
@@ -284,10 +312,7 @@ void Profiler::measureRegions() {
     // Under --budget, a region whose first round (the runs whose outputs were compared) took
     // longer than kSlowRoundMs has warmed up already: those runs count as its warm-up.
     std::vector<double> warm = first;
-    double first_round_ms = 0;
-    for (std::size_t i : live)
-      first_round_ms += first[i];
-    const bool first_is_warmup = o_.budget_s > 0 && first_round_ms > kSlowRoundMs;
+    const bool first_is_warmup = slow;
     if (!first_is_warmup) {
       const auto t0 = std::chrono::steady_clock::now();
       int warmups = 0;
@@ -323,18 +348,36 @@ void Profiler::measureRegions() {
           kept.push_back(i);
         }
       }
-      live = kept;
+      // Nor one far slower than the fastest of them (channels_last beside packed on a
+      // detector's 2-second backbone): rounds of it would decide nothing.
+      double fastest = warm[live.front()];
+      for (std::size_t k = 1; k < kept.size(); ++k)
+        fastest = std::min(fastest, warm[kept[k]]);
+      live = {kept.front()};
+      for (std::size_t k = 1; k < kept.size(); ++k) {
+        const std::size_t i = kept[k];
+        if (warm[i] > kOutpaced * fastest) {
+          out.candidates[i].note = "not timed further (--budget): " +
+                                   std::to_string(std::lround(100 * (warm[i] / fastest - 1))) +
+                                   "% slower than the fastest candidate on its warm-up run";
+          runs[i].fn.reset();
+        } else {
+          live.push_back(i);
+        }
+      }
     }
     double round_ms = 0;
     for (std::size_t i : live)
       round_ms += warm[i];
     // Small regions are timed more often (up to three times --repeats): their gains are a few
     // percent of a few milliseconds, and paired rounds are cheap there. Under --budget, no more
-    // rounds than the budget left holds (at least 3).
+    // rounds than its share of the budget left holds (at least its least): the regions after it, a
+    // detector's heads after its backbone, get theirs.
     Counts counts = budgetedCounts(round_ms, 0, 3 * o_.repeats, kPairBudgetMs * 4, 5);
     if (const auto left = regionsLeftMs())
-      counts.repeats =
-          std::max(3, std::min(counts.repeats, static_cast<int>(*left / std::max(round_ms, 1e-3))));
+      counts.repeats = std::max(
+          least_rounds,
+          std::min(counts.repeats, static_cast<int>(share * *left / std::max(round_ms, 1e-3))));
     for (int round = 0; round < counts.repeats; ++round) {
       std::vector<std::size_t> order = live;
       std::rotate(order.begin(), order.begin() + (round % static_cast<int>(order.size())),

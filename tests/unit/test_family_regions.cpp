@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/jit.h>
 
 #include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/graph_utils.h"
@@ -103,6 +104,48 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor, %wb1 : Tensor, %w2 : Tensor):
 // A video model's 3-D convolutions: blocked (nCdhw16c) as oneDNN runs them, the weights blocked
 // once, the residual add and relu on blocked tensors, the same values as ATen's within 1e-5 of
 // their scale; channels-last-3d stays a candidate.
+// A detector's head runs once per feature level, in a loop over the levels (RetinaNet's and
+// SSD's heads, Faster R-CNN's RPN): its convolutions are a region of the loop's body, converted
+// each trip, and every layout computes the same values on levels of different sizes.
+TEST(FamilyRegions, ADetectorsHeadInALoopIsARegion) {
+  auto cu = torch::jit::compile(R"PY(
+def forward(self: Tensor, feats: List[Tensor], w1: Tensor, w2: Tensor):
+    out: List[Tensor] = []
+    for f in feats:
+        h = torch.relu(torch.conv2d(f, w1, None, [1, 1], [1, 1], [1, 1], 1))
+        y = torch.conv2d(h, w2, None, [1, 1], [0, 0], [1, 1], 1)
+        out.append(y.flatten(1))
+    return torch.cat(out, 1)
+)PY");
+  const auto ir = torch::jit::toGraphFunction(cu->get_function("forward")).graph();
+  const std::vector<c10::IValue> in{
+      at::zeros({1}), c10::List<at::Tensor>({at::randn({1, 8, 12, 12}), at::randn({1, 8, 6, 6})})};
+  for (const char* layout : {"channels_last", "channels_last+packed", "blocked"}) {
+    SCOPED_TRACE(layout);
+    if (std::string(layout) != "channels_last" && !runtime::hasPackedConv())
+      continue;
+    auto g = frozenGraph(ir->copy(), {at::randn({16, 8, 3, 3}), at::randn({6, 16, 1, 1})});
+    const c10::IValue before = runGraph(g, in);
+    auto regions = findLayoutRegions(*g, {std::nullopt});
+    ASSERT_EQ(regions.size(), 1u) << graphText(*g);
+    EXPECT_EQ(regions[0].convolutions, 2);
+    EXPECT_EQ(regions[0].nodes.front()->owningBlock()->owningNode()->kind(), c10::prim::Loop);
+    EXPECT_TRUE(regions[0].convex);
+    const RegionEdit e = applyRegionLayout(*g, regions[0], named(layout));
+    ASSERT_TRUE(e.applied) << e.message;
+    g->lint();
+    std::size_t convs = 0, converted = 0; // in the loop's body
+    for (const torch::jit::Node* n : allNodes(*g)) {
+      convs += hasKind(n, "aten::conv2d");
+      converted += hasKind(n, "aten::contiguous") || hasKind(n, "xalloc::to_blocked") ||
+                   hasKind(n, "aten::to_dense");
+    }
+    EXPECT_EQ(convs, std::string(layout) == "channels_last" ? 2u : 0u);
+    EXPECT_GE(converted, 2u); // the entry and the exit, each trip
+    EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-4);
+  }
+}
+
 TEST(FamilyRegions, ThreeDConvolutionsRunBlocked) {
   auto g = frozenGraph(kVideoBlock, {at::randn({20, 3, 3, 3, 3}).mul(0.3), at::randn({20}),
                                      at::randn({20, 20, 3, 3, 3}).mul(0.1)});
@@ -258,10 +301,22 @@ graph(%self : Tensor, %x : Tensor, %flag : bool, %w : Tensor):
       -> (%x)
   return (%y))IR",
                             {at::randn({4, 4, 3, 3})});
-  EXPECT_TRUE(findLayoutRegions(*branch, {4, std::nullopt}).empty());
-  EXPECT_NE(whyNoRegion(*branch).find("1 convolutions sit inside loops or branches"),
-            std::string::npos)
-      << whyNoRegion(*branch);
+  // A convolution in a branch is a region of the branch's block.
+  const auto regions = findLayoutRegions(*branch, {4, std::nullopt});
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_NE(regions[0].nodes.front()->owningBlock(), branch->block());
+  auto padded = frozenGraph(R"IR(
+graph(%self : Tensor, %x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %same : str = prim::Constant[value="same"]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c : Tensor = aten::conv2d(%x, %w, %none, %s, %same, %s, %one)
+  return (%c))IR",
+                            {at::randn({4, 4, 3, 3})});
+  EXPECT_TRUE(findLayoutRegions(*padded, {4}).empty());
+  EXPECT_NE(whyNoRegion(*padded).find("padding as a string"), std::string::npos)
+      << whyNoRegion(*padded);
 }
 
 // One ulp away: every float element moved by exactly one unit in the last place, up or down,

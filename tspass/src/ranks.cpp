@@ -29,7 +29,7 @@ Ranks::Ranks(torch::jit::Graph& g, const std::vector<std::optional<int>>& input_
   for (std::size_t i = 1; i < inputs.size(); ++i)
     if (i - 1 < input_ranks.size() && input_ranks[i - 1])
       ranks_[inputs[i]] = *input_ranks[i - 1];
-  for (Node* n : g.nodes())
+  for (Node* n : allNodes(g)) // a node before the nodes of its blocks
     visit(n);
 }
 

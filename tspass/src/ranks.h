@@ -1,7 +1,7 @@
-// Static ranks of a graph's top-level tensor values: from the ranks of the inputs a model is run
-// on, through the ops whose output rank follows from their arguments (layout_families.h's ops,
-// views, flatten, cat, chunks). Region finding (regions.cpp) and rank specialization
-// (specialize.cpp) read the same answer.
+// Static ranks of a graph's tensor values (in loops and branches too): from the ranks of the inputs
+// a model is run on, through the ops whose output rank follows from their arguments
+// (layout_families.h's ops, views, flatten, cat, chunks). Region finding (regions.cpp) and rank
+// specialization (specialize.cpp) read the same answer.
 #pragma once
 
 #include <optional>

@@ -96,7 +96,7 @@ struct UnionFind {
 
 bool convex(const LayoutRegion& r) {
   const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
-  const torch::jit::Block* top = r.nodes.front()->owningGraph()->block();
+  const torch::jit::Block* top = r.nodes.front()->owningBlock(); // the region's block
   // Walk forward from the region through nodes outside it; reaching it again is a cycle.
   std::vector<Node*> work;
   std::unordered_set<const Node*> seen;
@@ -179,7 +179,7 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
   // Candidate ops: of a layout family, making a 4-D or 5-D tensor from inputs of known rank.
   std::vector<Node*> cand;
   std::unordered_map<const Node*, int> rank_of;
-  for (Node* n : graph.nodes()) {
+  for (Node* n : allNodes(graph)) { // in loops and branches too: a detector's head per level
     const FamilyInfo f = layoutFamily(n);
     if (f.family == LayoutFamily::None || f.family == LayoutFamily::Linear)
       continue;
@@ -207,8 +207,10 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
     for (std::size_t i = 0; i < cand.size(); ++i) {
       Node* n = cand[i];
       for (std::size_t a : activationInputs(n, layoutFamily(n).family)) {
+        // Within one block: a region runs as a whole, its conversions at its own edges.
         auto it = idx.find(n->input(a)->node());
-        if (it != idx.end() && rank_of[it->first] == rank_of[n])
+        if (it != idx.end() && rank_of[it->first] == rank_of[n] &&
+            it->first->owningBlock() == n->owningBlock())
           uf.join(i, it->second);
       }
     }
@@ -217,7 +219,8 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
       Node* n = cand[i];
       if (layoutFamily(n).in_place) {
         auto it = idx.find(n->input(0)->node());
-        if (it == idx.end() || uf.find(it->second) != uf.find(i)) {
+        if (it == idx.end() || it->first->owningBlock() != n->owningBlock() ||
+            uf.find(it->second) != uf.find(i)) {
           changed = true;
           continue;
         }
@@ -360,31 +363,25 @@ ExtractedRegion extractRegion(const LayoutRegion& r) {
 }
 
 std::string whyNoRegion(torch::jit::Graph& graph) {
-  std::size_t top = 0, nested = 0, string_padding = 0;
+  std::size_t convs = 0, string_padding = 0;
   for (Node* n : allNodes(graph)) {
     const std::string k = n->kind().toQualString();
     if (k != "aten::conv2d" && k != "aten::conv3d")
       continue;
-    if (n->owningBlock() != graph.block())
-      ++nested;
-    else if (layoutFamily(n).family != LayoutFamily::Conv)
+    if (layoutFamily(n).family != LayoutFamily::Conv)
       ++string_padding;
     else
-      ++top;
+      ++convs;
   }
   const std::string head = "no layout region: ";
-  if (top + nested + string_padding == 0)
+  if (convs + string_padding == 0)
     return head + "the model has no 2-D or 3-D convolution, and no linear or attention block "
                   "with constant weights";
-  if (top == 0 && string_padding == 0)
-    return head + "its " + std::to_string(nested) +
-           " convolutions sit inside loops or branches (prim::Loop, prim::If): regions are found "
-           "in the method's top-level graph only";
-  if (top == 0)
+  if (convs == 0)
     return head + "its convolutions take padding as a string ('same'), computed at run time";
-  return head + "no convolution of the " + std::to_string(top) +
-         " at the top level reads a tensor whose rank is known here (its input's rank follows "
-         "neither from the model's inputs nor from a constant weight)";
+  return head + "no convolution of the " + std::to_string(convs) +
+         " reads a tensor whose rank is known here (its input's rank follows neither from the "
+         "model's inputs nor from a constant weight)";
 }
 
 std::vector<std::optional<int>> inputRanks(const std::vector<c10::IValue>& inputs) {

@@ -78,13 +78,14 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
     if (mk.count(n) == mk.count(v->node()))
       continue;
     for (const auto& u : v->uses())
-      if (u.user != n && topLevel(u.user, g.block())->isAfter(n)) {
+      if (u.user != n && topLevel(u.user, r.nodes.front()->owningBlock())->isAfter(n)) {
         e.message = "an in-place op would write a converted copy of a value read after it";
         return e;
       }
   }
   const std::vector<Node*> writers = inPlaceWriters(r);
-  Converter to_mkldnn(g, writers), to_dense(g, writers);
+  const torch::jit::Block* top = r.nodes.front()->owningBlock(); // the region's block
+  Converter to_mkldnn(writers, top), to_dense(writers, top);
   Value* none = topConstant(g, c10::IValue());
   // Entries go through xalloc::to_blocked: aten::to_mkldnn that refuses, in one line, an input
   // that wants gradients (MKLDNN ops compute none; the output would come back detached).
@@ -185,7 +186,7 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
           if (!mk.count(v->node()) && v->node()->kind() != sym("xalloc::to_blocked"))
             return false; // not a tensor of the region's own making
           for (const auto& u : v->uses())
-            if (u.user != b && !topLevel(u.user, g.block())->isBefore(n))
+            if (u.user != b && !topLevel(u.user, top)->isBefore(n))
               return false;
           return true;
         };

@@ -118,7 +118,7 @@ void dropNode(Node* n, Value* replacement, std::vector<Node*>& nodes) {
 
 Value* Converter::convert(Value* v, Node* user, const std::string& key,
                           const std::function<Node*(Value*)>& make) {
-  Node* at = topLevel(user, g_.block());
+  Node* at = topLevel(user, top_);
   auto& list = made_[{v, key}];
   for (Node* c : list)
     if (c->isBefore(at) && !writtenBetween(v, c, at))
@@ -278,7 +278,7 @@ RegionEdit applyChannelsLast(torch::jit::Graph& g, LayoutRegion& r, c10::MemoryF
     between(e);
   relayWeights(g, r, mf, e);
   const std::vector<Node*> writers = inPlaceWriters(r);
-  Converter exits(g, writers);
+  Converter exits(writers, r.nodes.front()->owningBlock());
   convertExits(
       r, exits, [&](Value* v) { return contiguousNode(g, v, c10::MemoryFormat::Contiguous); }, e);
   e.applied = true;

@@ -57,18 +57,20 @@ std::vector<Node*> inPlaceWriters(const LayoutRegion& r);
 /// unless something in between writes the value in place (it would then read a stale copy).
 class Converter {
 public:
-  Converter(torch::jit::Graph& g, const std::vector<Node*>& writers) : g_(g), writers_(writers) {}
+  /// `top`: the block the region's ops are in (the graph's, or a loop's or branch's).
+  Converter(const std::vector<Node*>& writers, const torch::jit::Block* top)
+      : writers_(writers), top_(top) {}
 
-  /// `make(v)` creates (unplaced) the conversion node of v; it is placed before `user`'s
-  /// top-level node. Returns the converted value.
+  /// `make(v)` creates (unplaced) the conversion node of v; it is placed before the node of the
+  /// region's block that `user` is (or sits in). Returns the converted value.
   Value* convert(Value* v, Node* user, const std::string& key,
                  const std::function<Node*(Value*)>& make);
   std::int64_t count() const { return count_; }
 
 private:
   bool writtenBetween(const Value* v, const Node* from, const Node* to) const;
-  torch::jit::Graph& g_;
   const std::vector<Node*>& writers_;
+  const torch::jit::Block* top_;
   std::map<std::pair<const Value*, std::string>, std::vector<Node*>> made_;
   std::int64_t count_ = 0;
 };

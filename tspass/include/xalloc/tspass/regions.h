@@ -28,7 +28,9 @@ namespace xalloc::tspass {
 class GraphIndex;
 
 struct LayoutRegion {
-  /// Graph order; top-level ops, but for a self-attention block (an op in a branch).
+  /// Graph order; all in one block: the graph's, or a loop's or branch's (a detector's head,
+  /// run once per feature level in a loop, is a region there; its conversions are made in the
+  /// loop, each trip).
   std::vector<torch::jit::Node*> nodes;
   /// 4: channels_last; 5: channels_last_3d; 0: a linear with a constant weight (and the
   /// activation after it), or a self-attention block with constant projections, whose
@@ -46,7 +48,8 @@ std::vector<torch::jit::Value*> regionEntries(const LayoutRegion& r);
 /// only their metadata (aten::size, aten::dim).
 std::vector<torch::jit::Value*> regionExits(const LayoutRegion& r);
 
-/// The regions of `graph`'s top-level block that hold at least one convolution, and as regions
+/// The regions of each block of `graph` (ops of one block joined through the tensors they pass
+/// each other) that hold at least one convolution, and as regions
 /// of their own each linear whose weight is a constant (a frozen model's) and each self-attention
 /// block (aten::_native_multi_head_attention, wherever it sits) with constant projections, no
 /// mask and no attention weights wanted; in graph order.
@@ -105,8 +108,8 @@ bool regionAlreadyLaidOut(const LayoutRegion* found, const GraphIndex& index,
                           const formats::RegionRef& ref);
 
 /// Why findLayoutRegions found no region in `graph`, in one line naming the real reason (no
-/// convolution at all, convolutions only inside loops or branches, none whose input rank is
-/// known, padding given as a string), for the profile's note.
+/// convolution at all, none whose input rank is known, padding given as a string), for the
+/// profile's note.
 std::string whyNoRegion(torch::jit::Graph& graph);
 
 /// The rank of each input of `method`'s graph after self, from the values it will be run on
