@@ -155,6 +155,28 @@ struct GraphRunner::Impl {
         heaviest.emplace_back(v, it->second);
   }
 
+  static bool inLoop(const Node* n) {
+    for (const Block* b = n->owningBlock(); b->owningNode(); b = b->owningNode()->owningBlock())
+      if (b->owningNode()->kind() == c10::prim::Loop)
+        return true;
+    return false;
+  }
+
+  // What the ops of branch `b` (its nested blocks included) read and made, as they are now.
+  void keepBranch(const Block* b, const Env& env,
+                  std::unordered_map<const Value*, c10::IValue>& kept) const {
+    for (const Node* n : b->nodes()) {
+      for (const Value* v : n->inputs())
+        if (auto it = env.find(v); it != env.end())
+          kept.emplace(v, it->second);
+      for (const Value* v : n->outputs())
+        if (auto it = env.find(v); it != env.end())
+          kept.emplace(v, it->second);
+      for (const Block* inner : n->blocks())
+        keepBranch(inner, env, kept);
+    }
+  }
+
   void runBlock(const Block* b, Env& env, const Options& o, Trace* t) const {
     for (const Node* n : b->nodes()) {
       if (n->kind() == c10::prim::Constant)
@@ -206,6 +228,8 @@ struct GraphRunner::Impl {
       bool cond = get(env, n->input(0)).toBool();
       const Block* b = n->blocks()[cond ? 0 : 1];
       runBlock(b, env, o, t);
+      if (t && o.keep_values && inLoop(n) && !t->branch_values.count(b))
+        keepBranch(b, env, t->branch_values[b]);
       for (std::size_t i = 0; i < n->outputs().size(); ++i)
         env[n->output(i)] = get(env, b->outputs()[i]);
       return;
@@ -347,12 +371,28 @@ std::set<const c10::StorageImpl*> GraphRunner::moduleStorages(const Trace& trace
   return out;
 }
 
-const c10::IValue& GraphRunner::valueOf(const Trace& trace, const Value* v) const {
+namespace {
+// The branch values `block` (or a branch around it) saw, where it has them.
+const c10::IValue* branchValue(const GraphRunner::Trace& trace, const Value* v,
+                               const torch::jit::Block* block) {
+  for (const torch::jit::Block* b = block; b && b->owningNode(); b = b->owningNode()->owningBlock())
+    if (auto it = trace.branch_values.find(b); it != trace.branch_values.end())
+      if (auto at = it->second.find(v); at != it->second.end())
+        return &at->second;
+  return nullptr;
+}
+} // namespace
+
+const c10::IValue& GraphRunner::valueOf(const Trace& trace, const Value* v,
+                                        const torch::jit::Block* block) const {
+  if (const c10::IValue* seen = branchValue(trace, v, block))
+    return *seen;
   return impl_->get(trace.values, v);
 }
 
-bool GraphRunner::hasValue(const Trace& trace, const Value* v) const {
-  return trace.values.count(v) > 0 || impl_->constants.count(v) > 0;
+bool GraphRunner::hasValue(const Trace& trace, const Value* v,
+                           const torch::jit::Block* block) const {
+  return branchValue(trace, v, block) || trace.values.count(v) > 0 || impl_->constants.count(v) > 0;
 }
 
 bool GraphRunner::canRunInIsolation(const Node* node) {

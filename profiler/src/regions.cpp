@@ -132,6 +132,7 @@ void Profiler::measureRegions() {
   double work_left = std::accumulate(work.begin(), work.end(), 0.0); // of the regions not timed
   for (std::size_t at : largest_first) {
     tspass::LayoutRegion& r = regions[at];
+    const torch::jit::Block* block = r.nodes.front()->owningBlock(); // the values it saw
     formats::Region out;
     out.ref = tspass::regionRef(r, index, static_cast<std::int64_t>(at));
     // Its share of what is left of the budget for rounds: by its work among those still to time.
@@ -148,9 +149,9 @@ void Profiler::measureRegions() {
     // values this run gives the region decide.
     std::string wrong_rank;
     for (const torch::jit::Value* v : tspass::regionEntries(r))
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
-          runner.valueOf(trace, v).toTensor().defined()) {
-        const at::Tensor& t = runner.valueOf(trace, v).toTensor();
+      if (runner.hasValue(trace, v, block) && runner.valueOf(trace, v, block).isTensor() &&
+          runner.valueOf(trace, v, block).toTensor().defined()) {
+        const at::Tensor& t = runner.valueOf(trace, v, block).toTensor();
         out.entries.push_back(layoutOf(t));
         if (r.rank != 4 && r.rank != 5)
           continue;
@@ -162,9 +163,9 @@ void Profiler::measureRegions() {
       }
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
-      if (runner.hasValue(trace, v) && runner.valueOf(trace, v).isTensor() &&
-          runner.valueOf(trace, v).toTensor().defined())
-        out.exits.push_back(layoutOf(runner.valueOf(trace, v).toTensor()));
+      if (runner.hasValue(trace, v, block) && runner.valueOf(trace, v, block).isTensor() &&
+          runner.valueOf(trace, v, block).toTensor().defined())
+        out.exits.push_back(layoutOf(runner.valueOf(trace, v, block).toTensor()));
       else
         exits_known = false;
     }
@@ -195,7 +196,7 @@ void Profiler::measureRegions() {
       tspass::ExtractedRegion x = tspass::extractRegion(r);
       if (i == 0) {
         for (torch::jit::Value* v : x.inputs)
-          inputs.push_back(runner.valueOf(trace, v));
+          inputs.push_back(runner.valueOf(trace, v, block));
       }
       // A concatenation of a feature list the fast form keeps channels-last (DenseNet's) enters
       // the fast form's channels-last candidates channels-last, as it will in the model.

@@ -73,3 +73,40 @@ def forward(self, xs: List[Tensor]):
   EXPECT_TRUE(runner.valueOf(t2, y).toTensor().equal(same[1].t()));
   EXPECT_EQ(t2.bytes_made.at(y), 2 * 4 * 4 * 4); // counted per run, not carried over
 }
+
+// SSD's head picks one branch per feature level inside its loop: the heaviest trip took one of
+// them, and the others' values were lost, so their regions could not be measured. Each branch
+// keeps what its ops read and made on the trip that took it, and a value asked for in that
+// branch is that one; elsewhere the heaviest trip's.
+TEST(GraphRunner, ABranchInALoopKeepsTheValuesOfTheTripThatTookIt) {
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module m("M", cu, /*shouldMangle=*/true);
+  m.define(R"JIT(
+def forward(self, xs: List[Tensor]):
+    outs: List[Tensor] = []
+    for i in range(len(xs)):
+        x = xs[i] * 2.0
+        if i == 0:
+            y = torch.relu(x)
+        else:
+            y = torch.sigmoid(x)
+        outs.append(y)
+    return outs
+)JIT");
+  auto graph = tspass::inlineMethod(m, "forward");
+  tspass::GraphIndex index(*graph);
+  profiler::GraphRunner runner(index);
+  const torch::jit::Value* x = outputOf(index, c10::aten::mul);
+  const torch::jit::Value* relu = outputOf(index, c10::aten::relu);
+  const torch::jit::Value* sigmoid = outputOf(index, c10::aten::sigmoid);
+  const std::vector<at::Tensor> xs{at::randn({2, 2}), at::randn({16, 16})}; // trip 1 heavier
+  profiler::GraphRunner::Trace trace;
+  runner.run({m._ivalue(), tensorList(xs)}, {true, false, false}, &trace);
+  const torch::jit::Block* first = relu->node()->owningBlock();
+  const torch::jit::Block* second = sigmoid->node()->owningBlock();
+  ASSERT_TRUE(runner.hasValue(trace, relu, first)) << "the branch trip 0 took";
+  EXPECT_TRUE(runner.valueOf(trace, relu, first).toTensor().equal(at::relu(xs[0] * 2.0)));
+  EXPECT_TRUE(runner.valueOf(trace, x, first).toTensor().equal(xs[0] * 2.0));
+  EXPECT_TRUE(runner.valueOf(trace, x, second).toTensor().equal(xs[1] * 2.0));
+  EXPECT_TRUE(runner.valueOf(trace, x).toTensor().equal(xs[1] * 2.0)); // the heaviest trip's
+}

@@ -38,6 +38,12 @@ public:
     /// With keep_values: per value an op made, the tensor bytes it made summed over every time
     /// the op ran (a loop's trips), where `values` holds one of them (the heaviest trip's).
     std::unordered_map<const torch::jit::Value*, std::int64_t> bytes_made;
+    /// With keep_values: per branch of an if inside a loop, the values its ops read and made on
+    /// the first trip that took it (`values` holds the loop's heaviest trip, which may not have:
+    /// SSD's head picks one branch per feature level).
+    std::unordered_map<const torch::jit::Block*,
+                       std::unordered_map<const torch::jit::Value*, c10::IValue>>
+        branch_values;
   };
 
   /// Runs the graph. `inputs` are the graph's inputs, the module object first.
@@ -52,10 +58,14 @@ public:
   /// activations.
   std::set<const c10::StorageImpl*> moduleStorages(const Trace& trace) const;
 
-  /// A value of a finished run with keep_values (constants included).
-  const c10::IValue& valueOf(const Trace& trace, const torch::jit::Value* v) const;
+  /// A value of a finished run with keep_values (constants included). Given the `block` that
+  /// reads it, the value that block's ops saw where it is a branch inside a loop (the trip
+  /// that took it; Trace::branch_values), else the run's.
+  const c10::IValue& valueOf(const Trace& trace, const torch::jit::Value* v,
+                             const torch::jit::Block* block = nullptr) const;
   /// False for values the run never computed (they sit in a branch that was not taken).
-  bool hasValue(const Trace& trace, const torch::jit::Value* v) const;
+  bool hasValue(const Trace& trace, const torch::jit::Value* v,
+                const torch::jit::Block* block = nullptr) const;
 
   /// True when runOp can run this node in isolation: a registered op (ATen's or a custom op
   /// library's) that writes none of its inputs and has no side effects.
