@@ -115,11 +115,14 @@ void Profiler::measureRegions() {
   };
   for (const formats::Op& op : p_.ops)
     op_ms[key(op.anchor)] += op.duration_ms;
+  std::vector<formats::RegionRef> refs; // each region as the profile names it, by id
   std::vector<double> work(regions.size(), 0.0);
-  for (std::size_t i = 0; i < regions.size(); ++i)
-    for (const formats::Anchor& a : tspass::regionRef(regions[i], index, 0).nodes)
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    refs.push_back(tspass::regionRef(regions[i], index, static_cast<std::int64_t>(i)));
+    for (const formats::Anchor& a : refs[i].nodes)
       if (auto it = op_ms.find(key(a)); it != op_ms.end())
         work[i] += it->second;
+  }
   std::vector<std::size_t> largest_first(regions.size());
   std::iota(largest_first.begin(), largest_first.end(), 0);
   std::stable_sort(largest_first.begin(), largest_first.end(), [&](std::size_t a, std::size_t b) {
@@ -132,9 +135,16 @@ void Profiler::measureRegions() {
   double work_left = std::accumulate(work.begin(), work.end(), 0.0); // of the regions not timed
   for (std::size_t at : largest_first) {
     tspass::LayoutRegion& r = regions[at];
-    const torch::jit::Block* block = r.nodes.front()->owningBlock(); // the values it saw
+    // A defined tensor the region's block saw (a branch in a loop: on the trip that took it).
+    const torch::jit::Block* block = r.nodes.front()->owningBlock();
+    auto seen = [&](const torch::jit::Value* v) -> const at::Tensor* {
+      if (!runner.hasValue(trace, v, block))
+        return nullptr;
+      const c10::IValue& iv = runner.valueOf(trace, v, block);
+      return iv.isTensor() && iv.toTensor().defined() ? &iv.toTensor() : nullptr;
+    };
     formats::Region out;
-    out.ref = tspass::regionRef(r, index, static_cast<std::int64_t>(at));
+    out.ref = std::move(refs[at]);
     // Its share of what is left of the budget for rounds: by its work among those still to time.
     const double share = work_left > 0 ? work[at] / work_left : 1.0;
     work_left -= work[at];
@@ -149,9 +159,8 @@ void Profiler::measureRegions() {
     // values this run gives the region decide.
     std::string wrong_rank;
     for (const torch::jit::Value* v : tspass::regionEntries(r))
-      if (runner.hasValue(trace, v, block) && runner.valueOf(trace, v, block).isTensor() &&
-          runner.valueOf(trace, v, block).toTensor().defined()) {
-        const at::Tensor& t = runner.valueOf(trace, v, block).toTensor();
+      if (const at::Tensor* entry = seen(v)) {
+        const at::Tensor& t = *entry;
         out.entries.push_back(layoutOf(t));
         if (r.rank != 4 && r.rank != 5)
           continue;
@@ -163,9 +172,8 @@ void Profiler::measureRegions() {
       }
     bool exits_known = true;
     for (const torch::jit::Value* v : tspass::regionExits(r)) {
-      if (runner.hasValue(trace, v, block) && runner.valueOf(trace, v, block).isTensor() &&
-          runner.valueOf(trace, v, block).toTensor().defined())
-        out.exits.push_back(layoutOf(runner.valueOf(trace, v, block).toTensor()));
+      if (const at::Tensor* exit = seen(v))
+        out.exits.push_back(layoutOf(*exit));
       else
         exits_known = false;
     }
@@ -313,8 +321,7 @@ void Profiler::measureRegions() {
     // Under --budget, a region whose first round (the runs whose outputs were compared) took
     // longer than kSlowRoundMs has warmed up already: those runs count as its warm-up.
     std::vector<double> warm = first;
-    const bool first_is_warmup = slow;
-    if (!first_is_warmup) {
+    if (!slow) {
       const auto t0 = std::chrono::steady_clock::now();
       int warmups = 0;
       for (int w = 0; w < std::max(o_.warmup, 2); ++w) {
@@ -333,7 +340,7 @@ void Profiler::measureRegions() {
       std::vector<std::size_t> kept{live.front()};
       for (std::size_t k = 1; k < live.size(); ++k) {
         const std::size_t i = live[k];
-        if (warm[i] > kHopeless * warm[live.front()] && first_is_warmup) {
+        if (warm[i] > kHopeless * warm[live.front()] && slow) {
           // Its first run packed its weights and made its kernels: judged on a second one.
           const auto s = std::chrono::steady_clock::now();
           (void)runOnce(*runs[i].fn, runs[i].inputs);
