@@ -35,7 +35,7 @@ PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" SHAPES="$(SHAPES)" THREAD
 CMAKE_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer bench-families check-sanitize fuzz format clean
+.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer bench-families check fuzz format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -70,8 +70,13 @@ rewrite-cpp: tools ## the C++ path on minigpt_cpp: profile, decide, print the pa
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook
 	@BIN=$(BIN) BUILD=$(BUILD_DIR) OUT=$(OUT) THREADS=$(THREADS) bash scripts/rewrite-cpp.sh
 
-test: build ## build and run the test suite
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+test: build ## build and run the test suite (unit and command-line tests; the slow checks are `make check`)
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE check
+
+check: build ## the slow checks CI runs: clang-tidy, the ASan+UBSan builds (unit tests, packed kernels), the fuzzers
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L check
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_asan_packed_tests
+	@ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 $(BIN)/xalloc_asan_packed_tests --gtest_brief=1
 
 bench: build ## original vs rewritten latency, side by side, for the sample and test models
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
@@ -84,12 +89,6 @@ bench-peer: build ## original / peer / ours on public models (C++), then with ON
 bench-families: tools ## detectors, segmenters and video models: xprof's time, original / peers / ours in fresh processes
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_python
 	@BIN=$(BIN) OUT=$(OUT)/bench-families bash bench/families.sh
-
-check-sanitize: ## the unit tests under ASan+UBSan (in build-asan/), the runtime's threaded tests under TSan and ASan, its packed ops under ASan+UBSan
-	@bash scripts/sanitize.sh build-asan
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_tsan_tests xalloc_asan_tests xalloc_asan_packed_tests
-	@$(BIN)/xalloc_tsan_tests --gtest_brief=1 && $(BIN)/xalloc_asan_tests --gtest_brief=1
-	@ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 $(BIN)/xalloc_asan_packed_tests --gtest_brief=1
 
 FUZZ_SECONDS ?= 60
 fuzz: ## libFuzzer on the document readers, stream, byte sizes, anchors (clang-14, ASan+UBSan): FUZZ_SECONDS each

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The torch-free unit tests (xalloc_unit_tests: documents, cost fits, rules, solver, planner)
-# built with ASan+UBSan (Debug) in their own build folder, and run. The suite runs it as
-# sanitize.unit, so CI does; `make check-sanitize` runs it and the runtime's sanitizer tests.
+# built with ASan+UBSan (Debug) in their own build folder, and run. `make check` (and so CI)
+# runs it as the CTest test sanitize.unit.
 #   bash scripts/sanitize.sh [BUILD_DIR]     (default build-asan)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

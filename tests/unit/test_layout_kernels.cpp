@@ -1,5 +1,5 @@
 // The runtime's layout kernels, which move elements only and so must give ATen's result bit for
-// bit, under its rules; built under ASan+UBSan too (`make check-sanitize`):
+// bit, under its rules; built under ASan+UBSan too (`xalloc_asan_tests`):
 // - NCHW inputs made channels-last (runtime/src/channels_last.h), what a packed convolution does
 //   with an input that is not channels-last: the input itself when it is channels-last already,
 //   ATen's own copy for what the kernels do not take;
