@@ -2,7 +2,8 @@
 # Installs the Debian packages x-allocator needs. Idempotent and quiet when everything is present.
 # Used by `make deps` (and so by every build) and by .ci/run. glpk-utils and coinor-cbc are
 # only used by the tests, to check the scheduler's exact solver against an ILP solver;
-# clang-tidy-14 only by `make bench` (xrewrite's speed is compared with it); libvalijson-dev and
+# clang-tidy-14 only by `make check` (scripts/tidy.sh) and `make bench` (xrewrite's speed is
+# compared with it); libvalijson-dev and
 # python3-yaml only by the tests (the schemas through valijson; --export-fixes read by PyYAML).
 # libopenblas0-pthread is the backend: installing it makes Debian's libblas.so.3 alternative point
 # at OpenBLAS, which libtorch then runs on, as deployments do. libblas3 (the reference BLAS) stays
