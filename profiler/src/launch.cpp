@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
 
+#include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
 #include "xalloc/profiler/cli.h"
@@ -82,8 +83,13 @@ Invocation inspect(int argc, char** argv, const std::string& core) {
   named.push_back(p.model);
   named.push_back(p.input_file);
   for (const std::string& f : named)
-    if (!f.empty() && isRegularFile(f))
-      files[f] = sha256File(f);
+    if (!f.empty() && isRegularFile(f)) {
+      try {
+        files[f] = sha256File(f);
+      } catch (const InputError&) {
+        return inv; // not memoizable: xprof-core reads it again and says what is wrong
+      }
+    }
   const nlohmann::json settings = {{"model", p.model},
                                    {"method", p.method},
                                    {"input_shapes", o.input_shapes},

@@ -320,7 +320,11 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
             withMeasuredError(schedule_text, tolerance, v.error);
         bytes = tspass::modelBytes(model.module, extra, o.output);
       }
-      if (v.problem.empty() && v.constant_outputs)
+      if (v.problem.empty() && v.elements == 0)
+        printWarning(o.model, "the original's outputs hold no elements on any input checked (an "
+                              "empty batch?), so nothing was compared: verify with --input-file "
+                              "inputs that give outputs");
+      else if (v.problem.empty() && v.constant_outputs)
         printWarning(o.model, "the original's outputs hold one repeated value on every input "
                               "checked (all zeros, say), so the check cannot tell a wrong rewrite: "
                               "verify with --input-file inputs that move them");
@@ -340,7 +344,9 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
                 ? std::to_string(o.verify_runs) + " example input(s)" + verify.origin
                 : "the inputs of " + verify.file + verify.origin + " and " +
                       std::to_string(o.verify_runs) + " fresh input(s) shaped like them";
-        if (v.same_bits)
+        if (v.elements == 0)
+          std::cerr << "xrewrite: outputs empty on " << on << ": nothing compared\n";
+        else if (v.same_bits)
           std::cerr << "xrewrite: outputs bit-identical to the original on " << on << "\n";
         else if (!v.bound_why.empty())
           std::cerr << "xrewrite: outputs within " << sci(v.error) << " of the original's"

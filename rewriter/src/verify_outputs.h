@@ -2,6 +2,7 @@
 // same inputs, bit for bit or within the tolerance and float32's own noise (noise_verdict.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Verified {
   /// The original's floating-point outputs held one repeated value on every input (torchvision's
   /// ViT with random weights: a zero-initialized head gives all zeros): nothing was checked.
   bool constant_outputs = false;
+  /// The tensor elements compared, over every run: 0 when the outputs were empty (an empty
+  /// batch), so nothing was checked.
+  std::int64_t elements = 0;
   /// Where an input's error passed the tolerance yet stayed within what float32 rounding (of
   /// the inputs, at each layer) or freezing alone moves the original's own outputs: the largest
   /// such bound,

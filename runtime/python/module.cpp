@@ -8,9 +8,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <caffe2/serialize/file_adapter.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "xalloc/bytes.h"
+#include "xalloc/error.h"
 #include "xalloc/runtime/activation_cache.h"
 #include "xalloc/runtime/install.h"
 #include "xalloc/runtime/model_check.h"
@@ -61,10 +63,18 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "check_model_file",
       [](const std::string& path) {
+        std::shared_ptr<caffe2::serialize::ReadAdapterInterface> in;
         try {
-          return modelTensorProblem(torch::jit::load(path, c10::Device(c10::kCPU)));
+          in = std::make_shared<caffe2::serialize::FileAdapter>(path);
         } catch (const c10::Error& e) {
-          throw std::runtime_error(e.what_without_backtrace());
+          return "cannot be read: " + xalloc::firstLine(e.what_without_backtrace());
+        }
+        if (std::string why = modelFileProblem(in); !why.empty())
+          return why;
+        try {
+          return modelTensorProblem(torch::jit::load(in, c10::Device(c10::kCPU)));
+        } catch (const c10::Error& e) {
+          return "cannot load TorchScript model: " + xalloc::firstLine(e.what_without_backtrace());
         }
       },
       py::arg("path"),

@@ -118,6 +118,8 @@ at::Tensor rawView(const MkldnnBuffer& b) {
 }
 
 bool hasNaN(const at::Tensor& t, const char* op) {
+  if (t.numel() == 0) // an empty batch: no buffer to read, nothing in it
+    return false;
   const MkldnnBuffer b = mkldnnBuffer(t, op);
   return anyNaN(b.data, b.elements);
 }
@@ -131,6 +133,8 @@ at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero)
     f(self);
     return self;
   }
+  if (self.numel() == 0) // an empty batch: no buffer, nothing to compute
+    return self;
   const MkldnnBuffer b = mkldnnBuffer(self, op);
   at::Tensor raw = rawView(b);
   f(raw);

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include "xalloc/error.h"
 #include "xalloc/tensor_extent.h"
 
 namespace xalloc::runtime {
@@ -89,6 +91,37 @@ std::string modelTensorProblem(const torch::jit::Module& m) {
   ExtentCheck check;
   check.module(m);
   return check.problem();
+}
+
+namespace {
+constexpr const char* kScriptIt =
+    "script it first: torch.jit.save(torch.jit.script(model.eval()), PATH), or "
+    "torch.jit.trace(model, example_inputs)";
+} // namespace
+
+std::string modelFileProblem(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& in) {
+  unsigned char head[2] = {0, 0};
+  const bool pickle =
+      in->size() >= 2 && in->read(0, head, 2, "header") == 2 && head[0] == 0x80 && head[1] <= 5;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(in);
+    bool code = false, data = false;
+    for (const std::string& rec : reader.getAllRecords()) {
+      code = code || rec.rfind("code/", 0) == 0;
+      data = data || rec == "data.pkl";
+    }
+    if (data && !code)
+      return std::string("a torch.save file (a pickled module or state dict), not TorchScript: ") +
+             kScriptIt;
+    return "";
+  } catch (const std::exception& e) {
+    // torch.save's legacy format is a pickle (protocol 2: 0x80 0x02) with no zip around it.
+    if (pickle)
+      return std::string("a pickle (torch.save's legacy format), not TorchScript: ") + kScriptIt;
+    return "not a TorchScript model (a zip archive written by torch.jit.save; truncated or "
+           "another kind of file?): " +
+           firstLine(e.what());
+  }
 }
 
 } // namespace xalloc::runtime

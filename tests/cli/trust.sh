@@ -336,6 +336,7 @@ def offset(n, b):
 rewrite("view.pt", "offset.pt", offset)
 torch.save(torch.nn.Linear(2, 2), "saved.pt")
 torch.save({"w": torch.ones(2)}, "legacy.pt", _use_new_zipfile_serialization=False)
+open("cut.pt", "wb").write(open("t.pt", "rb").read()[:5000])  # a download cut short
 PY
 "$XALLOC_PYTHON" hostile.py
 expect_error 2 '^short\.pt: error: the tensor self\.[a-z0-9_.]+ has a storage of [0-9]+ bytes read from a record of at most [0-9]+' -- xprof short.pt -q -o p.json
@@ -343,9 +344,11 @@ expect_error 2 '^short\.pt: error: the tensor' -- xrewrite --show short.pt
 expect_error 2 '^offset\.pt: error: the tensor self\.b has sizes \[10\] \(offset 100000000\) that reach element 100000009 of a storage of 200' -- \
   xprof offset.pt --input-shape 10 -q -o p.json
 expect_error 2 '^/dev/zero: error: not a regular file' -- xprof /dev/zero -q -o p.json
+expect_error 2 '^/proc/self/mem: error: cannot read file: Input/output error' -- xprof /proc/self/mem -q -o p.json
 expect_error 2 "^\\.: error: not a regular file \\(a folder\\)" -- xprof . -q -o p.json
 expect_error 2 '^saved\.pt: error: a torch\.save file .*not TorchScript: script it first: torch\.jit\.save\(torch\.jit\.script' -- xprof saved.pt
 expect_error 2 "^legacy\\.pt: error: a pickle \\(torch\\.save's legacy format\\), not TorchScript" -- xprof legacy.pt
+expect_error 2 '^cut\.pt: error: not a TorchScript model \(a zip archive written by torch\.jit\.save; truncated' -- xprof cut.pt
 [[ ! -e p.json ]] || fail "a refused model left a profile"
 "$XALLOC_PYTHON" - <<'PY' || fail "xalloc.load on hostile files"
 import torch, xalloc
@@ -355,6 +358,17 @@ for f, says in (("short.pt", "read from a record of at most"), ("offset.pt", "of
         raise SystemExit(f"xalloc.load accepted {f}")
     except ValueError as e:
         assert str(e).startswith(f + ": the tensor") and says in str(e), e
+# What the tools say of a file that is no TorchScript model, in one line, not libtorch's reader.
+for f, says in (("saved.pt", ": a torch.save file (a pickled module or state dict), not "
+                 "TorchScript: script it first"),
+                ("legacy.pt", ": a pickle (torch.save's legacy format), not TorchScript"),
+                ("cut.pt", ": not a TorchScript model (a zip archive written by torch.jit.save; "
+                 "truncated")):
+    try:
+        xalloc.load(f)
+        raise SystemExit(f"xalloc.load accepted {f}")
+    except ValueError as e:
+        assert str(e).startswith(f + says) and "\n" not in str(e), e
 # A packed convolution with a stride of 0 or a float64 bias (SIGFPE, errors of 1e18 before),
 # and a blocked constant with a stride of 0 (SIGFPE at torch.jit.load): exceptions.
 w = torch.randn(8, 4, 3, 3)

@@ -1,6 +1,8 @@
 // loadModel / saveModel.
 #include "xalloc/tspass/model_io.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -11,10 +13,12 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/frozen_conv_folding.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "xalloc/error.h"
@@ -29,9 +33,49 @@ namespace xalloc::tspass {
 
 namespace {
 
-constexpr const char* kScriptIt =
-    "script it first: torch.jit.save(torch.jit.script(model.eval()), PATH), or "
-    "torch.jit.trace(model, example_inputs)";
+// The bytes of a model in memory as libtorch's reader reads them: no copy into a stream (a
+// 500 MB model copied once more cost seconds of page faults), reads past the end refused.
+class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
+public:
+  explicit BytesAdapter(const std::string& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= bytes_.size())
+      return 0;
+    n = std::min<size_t>(n, bytes_.size() - static_cast<size_t>(pos));
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+private:
+  const std::string& bytes_;
+};
+
+// A module saved into memory, grown in large steps. Through memory, so the archive's records
+// sit under "archive/" (as a save to a stream from Python puts them), not under the name of a
+// temporary file.
+std::string saveToBytes(const torch::jit::Module& module, const torch::jit::ExtraFilesMap& extra,
+                        std::size_t expected) {
+  std::string out;
+  out.reserve(expected);
+  torch::jit::ExportModule(
+      module,
+      [&out](const void* data, size_t n) -> size_t {
+        out.append(static_cast<const char*>(data), n);
+        return n;
+      },
+      extra);
+  return out;
+}
+
+// What the module's tensors hold, in bytes: what a save of it will be about.
+std::size_t tensorBytes(const torch::jit::Module& module) {
+  std::size_t n = 0;
+  for (const auto& p : module.named_attributes(/*recurse=*/true))
+    if (p.value.isTensor() && p.value.toTensor().defined())
+      n += p.value.toTensor().nbytes();
+  return n;
+}
 
 // A file that is not a model: a device or a folder (`xprof /dev/zero` read until memory ran
 // out), a torch.save pickle; "" when it may be one.
@@ -76,45 +120,27 @@ LoadedModel loadModelBytes(const std::string& bytes, const std::string& path) {
   m.sha256 = sha256Hex(bytes);
   torch::jit::ExtraFilesMap extra;
   bool callsTorchvision = false;
-  try {
-    std::istringstream in(bytes);
-    caffe2::serialize::PyTorchStreamReader reader(&in);
-    bool code = false, data = false;
+  const auto adapter = std::make_shared<BytesAdapter>(bytes);
+  {
+    if (const std::string why = runtime::modelFileProblem(adapter); !why.empty())
+      throw InputError(path, why);
+    caffe2::serialize::PyTorchStreamReader reader(adapter);
     for (const std::string& rec : reader.getAllRecords()) {
       const std::string prefix = "extra/";
       if (rec.compare(0, prefix.size(), prefix) == 0)
         extra[rec.substr(prefix.size())] = "";
-      const bool source = rec.rfind("code/", 0) == 0;
-      code = code || source;
-      data = data || rec == "data.pkl";
-      if (source && rec.size() > 3 && rec.compare(rec.size() - 3, 3, ".py") == 0 &&
-          !callsTorchvision) {
+      if (!callsTorchvision && rec.rfind("code/", 0) == 0 && rec.size() > 3 &&
+          rec.compare(rec.size() - 3, 3, ".py") == 0) {
         auto [ptr, size] = reader.getRecord(rec);
         const std::string text(static_cast<const char*>(ptr.get()), size);
         callsTorchvision = text.find("ops.torchvision.") != std::string::npos;
       }
     }
-    if (data && !code)
-      throw InputError(path, std::string("a torch.save file (a pickled module or state dict), "
-                                         "not TorchScript: ") +
-                                 kScriptIt);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    // torch.save's legacy format is a pickle (protocol 2: 0x80 0x02) with no zip around it.
-    if (bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] <= 5)
-      throw InputError(path, std::string("a pickle (torch.save's legacy format), not "
-                                         "TorchScript: ") +
-                                 kScriptIt);
-    throw InputError(path, "not a TorchScript model (expected a zip archive written by "
-                           "torch.jit.save): " +
-                               firstLine(e.what()));
   }
   if (callsTorchvision)
     loadTorchvisionOps(path);
   try {
-    std::istringstream in(bytes);
-    m.module = torch::jit::load(in, c10::Device(c10::kCPU), extra);
+    m.module = torch::jit::load(adapter, c10::Device(c10::kCPU), extra);
   } catch (const std::exception& e) {
     std::string why = firstLine(e.what());
     // An op from a library of custom ops (torchvision::nms): say how to load it.
@@ -145,10 +171,9 @@ void canonicalize(LoadedModel& model, const std::string& method) {
     throw InputError(model.path, "the model has no method '" + method + "'");
   torch::jit::Inline(*m->graph());
   const std::shared_ptr<torch::jit::Graph> inlined = m->graph(); // alive past the reload
-  std::stringstream buffer;
   try {
-    model.module.save(buffer);
-    model.module = torch::jit::load(buffer, c10::Device(c10::kCPU));
+    const std::string bytes = saveToBytes(model.module, {}, tensorBytes(model.module) + (1 << 20));
+    model.module = torch::jit::load(std::make_shared<BytesAdapter>(bytes), c10::Device(c10::kCPU));
   } catch (const std::exception& e) {
     throw InputError(model.path, "cannot pass the inlined model through the serializer: " +
                                      firstLine(e.what()));
@@ -215,15 +240,11 @@ std::string modelBytes(const torch::jit::Module& module,
                        const std::map<std::string, std::string>& extra_files,
                        const std::string& path) {
   torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
-  // Through memory, so the archive's records sit under "archive/" (as a save to a stream from
-  // Python puts them), not under the name of a temporary file.
-  std::ostringstream bytes;
   try {
-    module.save(bytes, extra);
+    return saveToBytes(module, extra, tensorBytes(module) + (1 << 20));
   } catch (const std::exception& e) {
     throw InputError(path, "cannot save model: " + firstLine(e.what()));
   }
-  return bytes.str();
 }
 
 void saveModel(const torch::jit::Module& module, const std::string& path,

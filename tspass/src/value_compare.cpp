@@ -252,4 +252,12 @@ bool constantFloatOutputs(const c10::IValue& v) {
   return any;
 }
 
+std::int64_t tensorElements(const c10::IValue& v) {
+  std::int64_t n = 0;
+  for (const c10::IValue& l : leaves(v))
+    if (l.isTensor() && l.toTensor().defined())
+      n += l.toTensor().numel();
+  return n;
+}
+
 } // namespace xalloc::tspass

@@ -4,7 +4,10 @@
 // they load, and xalloc.load(path) in Python, before anything reads a tensor.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include <caffe2/serialize/read_adapter_interface.h>
 
 #include <torch/csrc/jit/api/module.h>
 
@@ -15,5 +18,11 @@ namespace xalloc::runtime {
 /// code; else what is wrong with the first that does not, in one line. A storage the CPU
 /// allocator holds is also checked against the block holding it (the record libtorch read).
 std::string modelTensorProblem(const torch::jit::Module& m);
+
+/// "" when the bytes `in` holds may be a TorchScript archive; else what they are instead, in one
+/// line that says what to do: a torch.save file (a zip with data.pkl and no code), a pickle
+/// (torch.save's legacy format), or not a zip archive at all (a truncated model, another file).
+/// What the tools and xalloc.load(path) say before libtorch's reader does.
+std::string modelFileProblem(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& in);
 
 } // namespace xalloc::runtime

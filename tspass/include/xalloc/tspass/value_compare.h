@@ -1,6 +1,7 @@
 // Bit-for-bit comparison of op results: the test that a layout change does not change results.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
@@ -32,6 +33,10 @@ double maxRelativeError(const std::vector<c10::IValue>& reference,
 /// True when `v` holds floating-point tensors (in lists, tuples and dicts too) and each holds
 /// one value repeated (all zeros, say): outputs that cannot show a rewrite is wrong.
 bool constantFloatOutputs(const c10::IValue& v);
+
+/// How many elements the tensors `v` holds (in lists, tuples and dicts too): 0 for an empty
+/// batch's outputs, which no comparison can check.
+std::int64_t tensorElements(const c10::IValue& v);
 
 /// Tensors (in lists and tuples too) with the same sizes and strides; other values ignored.
 bool sameLayout(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b);
