@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "xalloc/profiler/cli.h"
+#include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/tool.h"
 #include "xalloc/tool.h"
 
@@ -31,5 +32,8 @@ int main(int argc, char** argv) {
   defineXprofOptions(app, o);
   if (auto code = xalloc::parseCommandLine(app, argc, argv))
     return *code;
+  // --budget is what the user waits for: the process's start (`xprof` execs xprof-core), loading
+  // libtorch and the tools' libraries, counts.
+  o.profile.spent_before_ms = processAgeMs();
   return xalloc::runGuarded("xprof", [&] { return runXprof(o); });
 }

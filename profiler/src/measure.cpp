@@ -3,8 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+
 #include <malloc.h>
+#include <unistd.h>
 
 namespace xalloc::profiler {
 
@@ -88,6 +95,32 @@ double processCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+double processAgeMs() {
+  // Field 22 of /proc/self/stat: the start time in clock ticks after boot. The command name
+  // (field 2) is in parentheses and may hold spaces: read after its closing one.
+  std::ifstream in("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i < 22)
+      continue;
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    timespec now{};
+    if (ticks <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+      return 0;
+    const double started_ms =
+        std::strtod(field.c_str(), nullptr) * 1e3 / static_cast<double>(ticks);
+    const double now_ms =
+        static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
+    return std::max(0.0, now_ms - started_ms);
+  }
+  return 0;
 }
 
 void steadyStateMalloc() {

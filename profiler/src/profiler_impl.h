@@ -186,11 +186,16 @@ private:
   // it is then is timed no further (within 5% it could gain nothing worth a second's round).
   static constexpr double kSlowRoundMs = 1000;
   static constexpr double kHopeless = 1.05;
+  // ... and one whose first run took more than kUnrecoverable times it is not run a second time.
+  static constexpr double kUnrecoverable = 2.0;
   // ... and one more than kOutpaced times the fastest other candidate cannot be chosen either.
   static constexpr double kOutpaced = 1.5;
 
   const ProfileOptions& o_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  // The budget counts what was spent before the profile began (xprof: the process's start).
+  std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now() -
+      std::chrono::microseconds(static_cast<std::int64_t>(o_.spent_before_ms * 1e3));
   mutable bool budget_spent_ = false; // something was left untimed: the profile is not memoized
   double capture_ms_ = 0;             // the model's first run (keeping every value), ms
   std::optional<tspass::LoadedModel> frozen_; // under --freeze: the model, frozen

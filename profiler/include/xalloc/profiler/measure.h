@@ -78,6 +78,11 @@ constexpr double kModelBudgetMs = 20000; // the model's timed iterations
 /// Process CPU time in ms (all threads).
 double processCpuMs();
 
+/// How long ago this process started, in ms (from /proc/self/stat; 0 where it cannot be read).
+/// xprof's budget counts from here: `xprof` execs xprof-core, so loading libtorch and the model
+/// is part of what the user waits for.
+double processAgeMs();
+
 /// glibc's malloc adapts its mmap threshold to what a process frees, so the same allocation can
 /// page-fault in one measurement and not in the next, depending on what came before. Measure in
 /// the steady state a long-running model reaches instead: blocks below 32 MiB (glibc's largest

@@ -41,6 +41,10 @@ struct ProfileOptions {
   /// timed then is left as it is, with a note saying so. A later run reuses what the timing
   /// database holds and times more.
   double budget_s = 60;
+  /// Milliseconds spent before profiling began that the budget counts too: xprof gives its
+  /// process's age (loading libtorch and the tools' libraries), so that the budget is what the
+  /// user waits for.
+  double spent_before_ms = 0;
 };
 
 /// Profiles a TorchScript model. Throws InputError for bad input (missing model, bad inputs,
