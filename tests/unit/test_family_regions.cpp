@@ -203,10 +203,12 @@ TEST(FamilyRegions, ThreeDConvolutionsRunPacked) {
     EXPECT_EQ(countNodes(*g, "aten::relu_"), add ? 0u : 1u) << graphText(*g);
     const c10::IValue after = runGraph(g, in);
     EXPECT_TRUE(after.toTensor().is_contiguous()) << "the exit is made row-major again";
-    EXPECT_LE(maxRelativeError(before, after), 1e-5) << layout;
+    // Float rounding of another summation order: oneDNN picks its kernel by the CPU (1.2e-5
+    // on an AVX-512 VNNI/BF16 EPYC, below 1e-5 on another).
+    EXPECT_LE(maxRelativeError(before, after), 5e-5) << layout;
     // The model's NCDHW input goes to the first packed convolution as it is (it converts it).
     EXPECT_EQ(packedConvsConvertEntries(*g), 1) << graphText(*g);
-    EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 1e-5) << layout;
+    EXPECT_LE(maxRelativeError(before, runGraph(g, in)), 5e-5) << layout;
   }
 }
 
