@@ -186,8 +186,6 @@ private:
   // it is then is timed no further (within 5% it could gain nothing worth a second's round).
   static constexpr double kSlowRoundMs = 1000;
   static constexpr double kHopeless = 1.05;
-  // ... and one whose first run took more than kUnrecoverable times it is not run a second time.
-  static constexpr double kUnrecoverable = 2.0;
   // ... and one more than kOutpaced times the fastest other candidate cannot be chosen either.
   static constexpr double kOutpaced = 1.5;
 
