@@ -103,11 +103,10 @@ ActivationCache::ActivationCache(std::size_t limit_bytes, std::size_t reserve_by
     if (p != MAP_FAILED) {
       s.base = static_cast<char*>(p);
       s.reserved = want;
-#if defined(MADV_HUGEPAGE)
-      // Transparent huge pages asked for (advice: without THP it is ignored): fewer faults and
-      // TLB misses over activations of megabytes (SqueezeNet 1.1 at batch 8: 31.2 -> 29.2 ms).
-      ::madvise(p, want, MADV_HUGEPAGE);
-#endif
+      // No transparent huge pages asked for: with the kernel's defrag mode `madvise`, a fault
+      // in an advised range may compact memory first. On a VM it made VGG-11-BN's calls
+      // alternate between 101 and 300-600 ms (a steady 108 without the advice), for 2-6% it
+      // gained elsewhere (SqueezeNet 1.1 at batch 8: 31.2 -> 29.2 ms).
       break;
     }
   }
