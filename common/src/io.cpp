@@ -27,6 +27,38 @@
 
 namespace xalloc {
 
+namespace {
+
+// A file opened for reading, closed when it goes; a read that fails is an InputError naming it
+// (/proc/self/mem at offset 0: EIO), an interrupted one is retried. read() gives 0 at the end.
+class ReadOnlyFile {
+public:
+  explicit ReadOnlyFile(const std::string& path)
+      : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0)
+      throw InputError(path, std::string("cannot open file: ") + std::strerror(errno));
+  }
+  ~ReadOnlyFile() { ::close(fd_); }
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+
+  std::size_t read(void* into, std::size_t n) const {
+    for (;;) {
+      const ssize_t got = ::read(fd_, into, n);
+      if (got >= 0)
+        return static_cast<std::size_t>(got);
+      if (errno != EINTR)
+        throw InputError(path_, std::string("cannot read file: ") + std::strerror(errno));
+    }
+  }
+
+private:
+  const std::string& path_;
+  int fd_;
+};
+
+} // namespace
+
 std::string readFile(const std::string& path) {
   if (path == "-") {
     std::ostringstream ss;
@@ -38,13 +70,7 @@ std::string readFile(const std::string& path) {
     throw InputError(path, std::string("cannot read file: ") + std::strerror(errno));
   if (S_ISDIR(st.st_mode))
     throw InputError(path, "is a directory, expected a file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw InputError(path, std::string("cannot open file: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const ReadOnlyFile file(path);
   // Read straight into the string, sized from the file (one byte more, so that the read that
   // finds the end needs no growth): a model of 500 MB read through a stream iterator spent
   // seconds growing and copying its buffer.
@@ -55,14 +81,10 @@ std::string readFile(const std::string& path) {
   for (;;) {
     if (n == data.size())
       data.resize(2 * data.size());
-    const ssize_t got = ::read(fd, data.data() + n, data.size() - n);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) // /proc/self/mem at offset 0: EIO
-      throw InputError(path, std::string("cannot read file: ") + std::strerror(errno));
+    const std::size_t got = file.read(data.data() + n, data.size() - n);
     if (got == 0)
       break;
-    n += static_cast<std::size_t>(got);
+    n += got;
   }
   data.resize(n);
   return data;
@@ -457,25 +479,11 @@ std::string sha256File(const std::string& path) {
   if (path == "-" || !isRegularFile(path))
     return sha256Hex(readFile(path)); // the errors readFile gives, and stdin
   // Streamed through one buffer: a 500 MB model read whole first cost seconds of page faults.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw InputError(path, std::string("cannot open file: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const ReadOnlyFile file(path);
   Sha256 s;
   std::vector<unsigned char> buf(std::size_t{1} << 20);
-  for (;;) {
-    const ssize_t got = ::read(fd, buf.data(), buf.size());
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      throw InputError(path, std::string("cannot read file: ") + std::strerror(errno));
-    if (got == 0)
-      break;
-    s.update(buf.data(), static_cast<std::size_t>(got));
-  }
+  while (const std::size_t got = file.read(buf.data(), buf.size()))
+    s.update(buf.data(), got);
   return s.hex();
 }
 

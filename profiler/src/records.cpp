@@ -4,6 +4,13 @@
 
 namespace xalloc::profiler::detail {
 
+namespace {
+// A copy large enough to be stable after a few samples (small ones need the full count).
+bool largeCopy(const at::Tensor& t) {
+  return t.nbytes() > (std::size_t{16} << 20);
+}
+} // namespace
+
 void Profiler::buildRecords(const GraphRunner::Trace& t, const tspass::MutationInfo& mutation) {
   const auto last_op = static_cast<std::int64_t>(index_->ops().size()) - 1;
   std::set<const Value*> outputs(graph_->outputs().begin(), graph_->outputs().end());
@@ -109,9 +116,8 @@ void Profiler::measureConversions(const GraphRunner::Trace& t) {
       break; // a conversion not measured is priced by the cost model
     const at::Tensor& tensor =
         runner_->valueOf(t, index_->values()[static_cast<std::size_t>(r->id)]).toTensor();
-    // Large copies are stable after a few samples (as in the sweep): one warm-up, one repeat
-    // per placement.
-    const bool large = tensor.nbytes() > (std::size_t{16} << 20);
+    // A large copy: one warm-up, one repeat per placement.
+    const bool large = largeCopy(tensor);
     p_.conversion_cost_table.push_back(measureConversionCost(tensor, "model", large ? 1 : o_.warmup,
                                                              large ? 3 : o_.repeats, db_.get()));
     progress_.tick(++done);
@@ -133,9 +139,7 @@ void Profiler::measureSweep() {
     return seen.insert(l.key()).second;
   };
   po.counts = [&](const at::Tensor& t) {
-    // Large copies are stable after a few samples; small ones need the full count.
-    const bool large =
-        t.numel() * static_cast<std::int64_t>(t.element_size()) > (std::int64_t{16} << 20);
+    const bool large = largeCopy(t);
     return std::pair<int, int>{large ? 1 : o_.warmup, large ? std::min(o_.repeats, 6) : o_.repeats};
   };
   po.tick = [&](std::size_t done) {

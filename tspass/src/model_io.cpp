@@ -34,7 +34,8 @@ namespace xalloc::tspass {
 namespace {
 
 // The bytes of a model in memory as libtorch's reader reads them: no copy into a stream (a
-// 500 MB model copied once more cost seconds of page faults), reads past the end refused.
+// 500 MB model copied once more cost seconds of page faults). caffe2's MemoryReadAdapter would
+// do but for reads past the end, which a damaged archive asks for and this refuses.
 class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
 public:
   explicit BytesAdapter(const std::string& bytes) : bytes_(bytes) {}
@@ -51,13 +52,22 @@ private:
   const std::string& bytes_;
 };
 
-// A module saved into memory, grown in large steps. Through memory, so the archive's records
-// sit under "archive/" (as a save to a stream from Python puts them), not under the name of a
-// temporary file.
-std::string saveToBytes(const torch::jit::Module& module, const torch::jit::ExtraFilesMap& extra,
-                        std::size_t expected) {
+// What the module's tensors hold, in bytes: what a save of it will be about.
+std::size_t tensorBytes(const torch::jit::Module& module) {
+  std::size_t n = 0;
+  for (const auto& p : module.named_attributes(/*recurse=*/true))
+    if (p.value.isTensor() && p.value.toTensor().defined())
+      n += p.value.toTensor().nbytes();
+  return n;
+}
+
+// A module saved into memory, reserved for its tensors first. Through memory, so the archive's
+// records sit under "archive/" (as a save to a stream from Python puts them), not under the
+// name of a temporary file.
+std::string saveToBytes(const torch::jit::Module& module,
+                        const torch::jit::ExtraFilesMap& extra = {}) {
   std::string out;
-  out.reserve(expected);
+  out.reserve(tensorBytes(module) + (std::size_t{1} << 20));
   torch::jit::ExportModule(
       module,
       [&out](const void* data, size_t n) -> size_t {
@@ -66,15 +76,6 @@ std::string saveToBytes(const torch::jit::Module& module, const torch::jit::Extr
       },
       extra);
   return out;
-}
-
-// What the module's tensors hold, in bytes: what a save of it will be about.
-std::size_t tensorBytes(const torch::jit::Module& module) {
-  std::size_t n = 0;
-  for (const auto& p : module.named_attributes(/*recurse=*/true))
-    if (p.value.isTensor() && p.value.toTensor().defined())
-      n += p.value.toTensor().nbytes();
-  return n;
 }
 
 // A file that is not a model: a device or a folder (`xprof /dev/zero` read until memory ran
@@ -172,7 +173,7 @@ void canonicalize(LoadedModel& model, const std::string& method) {
   torch::jit::Inline(*m->graph());
   const std::shared_ptr<torch::jit::Graph> inlined = m->graph(); // alive past the reload
   try {
-    const std::string bytes = saveToBytes(model.module, {}, tensorBytes(model.module) + (1 << 20));
+    const std::string bytes = saveToBytes(model.module);
     model.module = torch::jit::load(std::make_shared<BytesAdapter>(bytes), c10::Device(c10::kCPU));
   } catch (const std::exception& e) {
     throw InputError(model.path, "cannot pass the inlined model through the serializer: " +
@@ -241,7 +242,7 @@ std::string modelBytes(const torch::jit::Module& module,
                        const std::string& path) {
   torch::jit::ExtraFilesMap extra(extra_files.begin(), extra_files.end());
   try {
-    return saveToBytes(module, extra, tensorBytes(module) + (1 << 20));
+    return saveToBytes(module, extra);
   } catch (const std::exception& e) {
     throw InputError(path, "cannot save model: " + firstLine(e.what()));
   }
