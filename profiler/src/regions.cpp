@@ -263,14 +263,14 @@ void Profiler::measureRegions() {
       }
     }
     // A slow region under --budget (its first round over kSlowRoundMs: a detector's 2-second
-    // backbone) measures its rounding noise on one draw of its inputs, not two, and is timed in
-    // two rounds at least, not three: its candidates differ by far more than a round's spread.
+    // backbone) measures its rounding noise on its layers alone, not on two draws of its inputs
+    // as well (one run, not three), and is timed in two rounds at least, not three: its
+    // candidates differ by far more than a round's spread.
     double first_round_ms = 0;
     for (std::size_t i = 0; i < runs.size(); ++i)
       first_round_ms += runs[i].fn ? first[i] : 0.0;
     const bool slow = o_.budget_s > 0 && first_round_ms > kSlowRoundMs;
     const int least_rounds = slow ? 2 : 3;
-    const std::uint64_t draws = slow ? 1 : 2;
     // Nor one whose least work after the first runs does not fit: the runs of its rounding
     // noise and its least rounds of the region as it is and the candidates not slower than it.
     if (const auto left = regionsLeftMs(); timed > 1 && !too_big && left && runs[0].fn) {
@@ -278,7 +278,7 @@ void Profiler::measureRegions() {
       for (std::size_t i = 1; i < runs.size(); ++i)
         if (runs[i].fn && first[i] <= kHopeless * first[0])
           round += first[i];
-      if (static_cast<double>(draws + 1) * first[0] + least_rounds * round > *left)
+      if ((slow ? 1.0 : 3.0) * first[0] + least_rounds * round > *left)
         budget_spent_ = too_big = true;
     }
     if (too_big) {
@@ -291,24 +291,27 @@ void Profiler::measureRegions() {
       p_.regions.push_back(std::move(out));
       continue;
     }
-    // What float32 rounding alone does to the exits: the region as it is, its float inputs
-    // moved by one unit in the last place (the most of two draws), and each of its layers'
-    // outputs moved so (another summation order's rounding, tspass/layer_noise.h).
+    // What float32 rounding alone does to the exits: the region as it is with each of its
+    // layers' outputs moved by one unit in the last place (another summation order's rounding,
+    // tspass/layer_noise.h), and with its float inputs moved so (the most of two draws; a slow
+    // region's layers tell enough).
+    bool layers_moved = false;
+    if (out.candidates.size() > 1) {
+      tspass::ExtractedRegion noisy = tspass::extractRegion(r);
+      if (tspass::moveLayerOutputsOneUlp(*noisy.graph) > 0) {
+        torch::jit::GraphFunction fn("region_noise", noisy.graph, nullptr);
+        const double e = tspass::maxRelativeError(runs[0].outputs, runOnce(fn, runs[0].inputs));
+        if (std::isfinite(e))
+          out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
+        layers_moved = true;
+      }
+    }
+    const std::uint64_t draws = slow ? (layers_moved ? 0 : 1) : 2;
     for (std::uint64_t draw = 0; draw < draws && out.candidates.size() > 1; ++draw) {
       const double e = tspass::maxRelativeError(
           runs[0].outputs, runOnce(*runs[0].fn, tspass::oneUlpAway(runs[0].inputs, draw)));
       if (std::isfinite(e))
         out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
-    }
-    if (out.candidates.size() > 1) {
-      tspass::ExtractedRegion noisy = tspass::extractRegion(r);
-      if (tspass::moveLayerOutputsOneUlp(*noisy.graph) > 0) {
-        torch::jit::GraphFunction fn("region_noise", noisy.graph, nullptr);
-        at::manual_seed(0x5eed);
-        const double e = tspass::maxRelativeError(runs[0].outputs, runOnce(fn, runs[0].inputs));
-        if (std::isfinite(e))
-          out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
-      }
     }
     // Rounds of one run each, the order rotated and reversed every round.
     std::vector<std::size_t> live;

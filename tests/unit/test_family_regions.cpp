@@ -381,6 +381,47 @@ graph(%self : Tensor, %x : Tensor, %w1 : Tensor):
   EXPECT_TRUE(at::equal(r, at::relu(m))) << "the relu reads the moved output";
 }
 
+// The move itself (xalloc_noise::one_ulp_away_): in place, one ulp up or down, the same every
+// run, another layer another pattern; zeros, subnormals, infinities and NaN kept; a double
+// layer moved by a double's ulp; a view that is not dense moved where it lies.
+TEST(FamilyRegions, TheLayerMoveKeepsSpecialsAndHandlesViewsAndDoubles) {
+  auto op = c10::Dispatcher::singleton()
+                .findSchemaOrThrow("xalloc_noise::one_ulp_away_", "")
+                .typed<at::Tensor&(at::Tensor&, std::int64_t)>();
+  auto moved = [&](const at::Tensor& x, std::int64_t seed) {
+    at::Tensor y = x.clone();
+    at::Tensor& out = op.call(y, seed);
+    EXPECT_TRUE(out.is_same(y));
+    return y;
+  };
+  for (const auto dtype : {at::kFloat, at::kDouble}) {
+    const at::Tensor x = at::randn({3000}, dtype);
+    const at::Tensor y = moved(x, 0);
+    const at::Tensor up = at::nextafter(x, at::full_like(x, INFINITY));
+    const at::Tensor down = at::nextafter(x, at::full_like(x, -INFINITY));
+    EXPECT_TRUE(at::logical_or(y.eq(up), y.eq(down)).all().item<bool>()) << dtype;
+    EXPECT_GT(y.eq(up).sum().item<std::int64_t>(), 1200) << dtype;
+    EXPECT_GT(y.eq(down).sum().item<std::int64_t>(), 1200) << dtype;
+    EXPECT_TRUE(at::equal(moved(x, 0), y)) << "the same every run";
+    EXPECT_FALSE(at::equal(moved(x, 1), y)) << "another layer, another pattern";
+  }
+  const at::Tensor specials = at::tensor({0.0f, -0.0f, 1e-40f, INFINITY, -INFINITY, NAN});
+  const at::Tensor s = moved(specials, 5);
+  EXPECT_TRUE(at::equal(s.slice(0, 0, 5), specials.slice(0, 0, 5)));
+  EXPECT_TRUE(std::isnan(s[5].item<float>()));
+  const at::Tensor t = at::randn({40, 30}).t();                      // dense, transposed
+  const at::Tensor strided = at::randn({40, 60}).slice(1, 0, 60, 2); // not dense
+  for (const at::Tensor& v : {t, strided}) {
+    at::Tensor w = v; // the view itself, as a layer's output is
+    const at::Tensor before = v.clone();
+    op.call(w, 2);
+    const at::Tensor up = at::nextafter(before, at::full_like(before, INFINITY));
+    const at::Tensor down = at::nextafter(before, at::full_like(before, -INFINITY));
+    EXPECT_TRUE(at::logical_or(w.eq(up), w.eq(down)).all().item<bool>());
+    EXPECT_FALSE(at::equal(w, before));
+  }
+}
+
 TEST(FamilyRegions, SortedErrorIsBlindToOrderOnly) {
   const at::Tensor scores = at::tensor({0.9f, 0.5f, 0.5001f, 0.1f});
   const at::Tensor labels = at::tensor({3, 7, 2, 1});

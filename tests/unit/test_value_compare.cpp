@@ -115,6 +115,53 @@ TEST(ValueCompare, AMaskedElementHidesNoError) {
   EXPECT_GT(maxRelativeError(mixed, mixed_off), 0.05);
 }
 
+// The measure written as ATen ops (as it was before it became two passes over memory): the
+// passes must say exactly what it says, in every layout and floating dtype.
+double atenRelativeError(const at::Tensor& ref, const at::Tensor& x) {
+  at::Tensor rd = ref.to(at::kDouble).reshape({-1});
+  at::Tensor yd = x.to(at::kDouble).reshape({-1});
+  const at::Tensor same = (rd.isnan() & yd.isnan()) | (rd.isinf() & (rd == yd));
+  rd = at::where(same, at::zeros_like(rd), rd);
+  yd = at::where(same, at::zeros_like(yd), yd);
+  const at::Tensor diff = (yd - rd).abs();
+  const double worst = diff.max().item<double>();
+  if (worst == 0)
+    return 0;
+  if (!std::isfinite(worst))
+    return INFINITY;
+  const at::Tensor mag = rd.abs();
+  const at::Tensor changed = mag.masked_select((diff > 0) & (mag > 0));
+  if (changed.numel() == 0)
+    return INFINITY;
+  const double floor =
+      std::get<0>(changed.kthvalue(std::max<std::int64_t>(1, changed.numel() / 10))).item<double>();
+  return (diff / at::clamp_min(mag, floor)).max().item<double>();
+}
+
+TEST(ValueCompare, TwoPassesSayWhatAtensOpsSay) {
+  using xalloc::tspass::maxRelativeError;
+  at::manual_seed(3);
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    for (double moved : {1e-7, 1e-3, 0.5}) {
+      const at::Tensor ref = at::randn({2, 8, 5, 7}).mul(at::rand({2, 8, 5, 7}) < 0.2).to(dtype);
+      // Some elements moved (others, the zeros among them, kept), in the other layout.
+      const at::Tensor keep = at::rand({2, 8, 5, 7}) < 0.5;
+      at::Tensor x =
+          at::where(keep, ref.to(at::kDouble), ref.to(at::kDouble) * (1 + moved) + moved * 1e-3)
+              .to(dtype)
+              .contiguous(at::MemoryFormat::ChannelsLast);
+      const double want = atenRelativeError(ref, x);
+      EXPECT_DOUBLE_EQ(maxRelativeError(ref, x), want) << dtype << " " << moved;
+      x[0][1][2][3] = NAN; // a NaN the reference does not have: unbounded
+      EXPECT_TRUE(std::isinf(maxRelativeError(ref, x))) << dtype;
+    }
+  }
+  // Every element that changed was 0 in the reference: unbounded; nothing changed: 0.
+  const at::Tensor zeros = at::zeros({6});
+  EXPECT_TRUE(std::isinf(maxRelativeError(zeros, zeros + 1e-9)));
+  EXPECT_EQ(maxRelativeError(zeros, zeros.clone()), 0.0);
+}
+
 TEST(ValueCompare, ConstantOutputsAreTheOnesThatCannotShowAnError) {
   using tspass::constantFloatOutputs;
   EXPECT_TRUE(constantFloatOutputs(at::zeros({1, 1000})));

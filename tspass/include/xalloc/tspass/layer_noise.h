@@ -15,10 +15,11 @@ namespace xalloc::tspass {
 
 /// Inserts after each convolution and matrix product of `graph` (in any block: aten::conv1d,
 /// conv2d, conv3d, linear, matmul, addmm, bmm) a move of its output's elements by one ulp, up or
-/// down at random (aten::rand_like: seed libtorch's default generator before running it), zeros
-/// and subnormals kept as oneUlpAway keeps them. Returns how many outputs it moves. Run the
-/// graph on the same inputs as the original: its outputs are the original's with one rounding
-/// more per layer. Edit a method's graph before its first call.
+/// down as a hash of the layer's number and the element's place in memory decides (the same
+/// every run: `xalloc_noise::one_ulp_away_`, one in-place pass, registered with this pass),
+/// zeros and subnormals kept as oneUlpAway keeps them, infinities and NaN too. Returns how many
+/// outputs it moves. Run the graph on the same inputs as the original: its outputs are the
+/// original's with one rounding more per layer. Edit a method's graph before its first call.
 int moveLayerOutputsOneUlp(torch::jit::Graph& graph);
 
 } // namespace xalloc::tspass
