@@ -17,8 +17,7 @@ std::string sci(double x) {
 }
 
 NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b, double error,
-                              double tolerance, const std::vector<c10::IValue>& ulp_runs,
-                              const std::optional<c10::IValue>& layered,
+                              double tolerance, const std::vector<NoiseReference>& references,
                               const std::optional<c10::IValue>& frozen_alone) {
   NoiseVerdict v;
   v.counted = error;
@@ -34,16 +33,14 @@ NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b
     return v;
   }
   std::vector<std::pair<const c10::IValue*, const char*>> refs; // each with what it is
-  for (const c10::IValue& r : ulp_runs)
-    refs.emplace_back(&r, "one ulp of the inputs");
-  if (layered)
-    refs.emplace_back(&*layered, "one ulp at each layer's output (another summation order)");
+  for (const NoiseReference& r : references)
+    refs.emplace_back(&r.outputs, r.what);
   if (frozen_alone)
     refs.emplace_back(&*frozen_alone, "freezing alone (torch.jit.freeze)");
   // The largest finite reference, and whether one reorders the outputs.
   double reference = 0;
   bool reorders = false;
-  std::string named = "one ulp of the inputs";
+  std::string named = kInputUlp;
   for (const auto& [ref, what] : refs) {
     const double r =
         tspass::bitwiseEqual(out_a, *ref) ? 0.0 : tspass::maxRelativeError(out_a, *ref);
@@ -77,8 +74,8 @@ NoiseVerdict judgeBesideNoise(const c10::IValue& out_a, const c10::IValue& out_b
     v.within = true;
     v.counted = sorted;
     v.unordered = true;
-    v.why = "twice what float32 rounding (of the inputs, at each layer) or freezing alone moves "
-            "the original's (" +
+    v.why = "twice what float32 rounding (of the inputs, at each layer, in PyTorch's own "
+            "channels-last) or freezing alone moves the original's (" +
             sci(sorted_reference) +
             "), which reorder its outputs as this does (top-k and NMS put nearly equal scores in "
             "either order)";
