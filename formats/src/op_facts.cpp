@@ -99,7 +99,7 @@ const std::vector<OpFacts>& rows() {
       family("aten::max_pool2d", F::Pool, true, "", "xalloc::blocked_max_pool2d"),
       family("aten::avg_pool2d", F::Pool, true),
       family("aten::adaptive_avg_pool2d", F::Pool, true),
-      family("aten::max_pool3d", F::Pool, false),
+      family("aten::max_pool3d", F::Pool, true, "", "xalloc::blocked_max_pool3d"),
       family("aten::avg_pool3d", F::Pool, false),
       family("aten::adaptive_avg_pool3d", F::Pool, false),
       // resizing (a segmenter's head, ASPP's pooled branch brought back to size): input 0 sets

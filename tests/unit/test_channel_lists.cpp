@@ -117,3 +117,31 @@ TEST(ChannelLists, FreezingFoldsTheNormsBehindRankChecks) {
   EXPECT_LE(maxRelativeError(want, got), 1e-5);
   EXPECT_NE(graphText(*f.graph).find("aten::dim"), std::string::npos);
 }
+
+// Channels-last is 4-D: a list of 3-D convolutions' outputs (S3D's inception branches) is left
+// as it is, whether its parts' rank is unknown or known to be 5, where a list of 2-D ones is kept
+// (ATen refuses a channels-last conversion of a 5-D tensor: the rewritten S3D failed to run).
+TEST(ChannelLists, OnlyFourDListsAreKeptChannelsLast) {
+  auto kept = [](const std::string& conv, const std::string& type) {
+    auto g = std::make_shared<torch::jit::Graph>();
+    torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %wl : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %a : )IR" + type + " = " + conv +
+                            R"IR((%x, %w, %none, %s, %s, %s, %one)
+  %b : )IR" + type + " = " + conv +
+                            R"IR((%x, %w, %none, %s, %s, %s, %one)
+  %l : Tensor[] = prim::ListConstruct(%a, %b)
+  %c : Tensor = aten::cat(%l, %one)
+  %r : Tensor = aten::linear(%c, %wl, %none)
+  return (%r))IR",
+                        g.get());
+    return channelListsChannelsLast(*g);
+  };
+  EXPECT_EQ(kept("aten::conv2d", "Tensor"), 1);
+  EXPECT_EQ(kept("aten::conv3d", "Tensor"), 0) << "no part shown to be 4-D";
+  EXPECT_EQ(kept("aten::conv2d", "Float(1, 4, 5, 5, 5, strides=[500, 125, 25, 5, 1])"), 0)
+      << "a part known to be 5-D";
+}

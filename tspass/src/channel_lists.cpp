@@ -2,6 +2,8 @@
 // channels-last after fast-form regions (rewrite.h): each part goes in channels-last (a region's
 // packed output as it is, its exit conversion dropped; anything else converted once), so every
 // concatenation of the list is channels-last and the next region's entry converts nothing.
+#include <algorithm>
+#include <iterator>
 #include <unordered_set>
 #include <vector>
 
@@ -80,8 +82,41 @@ bool madeChannelsLast(const Value* v) {
          hasKind(n, "xalloc::max_pool2d");
 }
 
+// The list's parts: its first elements and every appended tensor.
+std::vector<const Value*> listParts(const Value* list) {
+  std::vector<const Value*> parts(list->node()->inputs().begin(), list->node()->inputs().end());
+  for (const auto& u : list->uses())
+    if (hasKind(u.user, "aten::append"))
+      parts.push_back(u.user->input(1));
+  return parts;
+}
+
+// Channels-last is a 4-D format: a list is kept so only where a part is shown to be 4-D (a 2-D
+// convolution's or pooling's output, packed or not, a channels-last conversion, a type that says
+// so: concatenated parts have one rank) and none is shown to be another rank (S3D's 5-D lists,
+// whose blocked parts ATen's channels-last conversion refuses).
+bool partsAre4d(const Value* list) {
+  bool shown = false;
+  for (const Value* p : listParts(list)) {
+    if (auto t = p->type()->cast<c10::TensorType>(); t && t->dim()) {
+      if (*t->dim() != 4)
+        return false;
+      shown = true;
+    }
+    const Node* n = p->node();
+    if (isRowMajorContiguousCall(n))
+      n = n->input(0)->node(); // a region's exit conversion: what it converts
+    static const char* const k2d[] = {"aten::conv2d", "aten::max_pool2d", "aten::avg_pool2d",
+                                      "aten::adaptive_avg_pool2d"};
+    shown =
+        shown || madeChannelsLast(n->output(0)) ||
+        std::any_of(std::begin(k2d), std::end(k2d), [&](const char* k) { return hasKind(n, k); });
+  }
+  return shown;
+}
+
 bool listStaysChannelsLast(const Value* list) {
-  if (!isChannelList(list))
+  if (!isChannelList(list) || !partsAre4d(list))
     return false;
   for (const auto& u : list->uses())
     if (hasKind(u.user, "aten::cat") && !readsAnyLayout(u.user->output(), 0))
