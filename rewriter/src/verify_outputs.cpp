@@ -40,17 +40,21 @@ std::vector<c10::IValue> freshLike(const std::vector<c10::IValue>& fixed, std::u
   return out;
 }
 
-// The original as `model.to(memory_format=torch.channels_last)` makes it: each 4-D parameter
-// channels-last, each 5-D one channels_last_3d (in place). Returns how many were.
+// The channels-last format of a float tensor of 4 or 5 dimensions (channels_last_3d for 5).
+std::optional<at::MemoryFormat> channelsLastOf(const at::Tensor& t) {
+  if (!t.defined() || !t.is_floating_point() || (t.dim() != 4 && t.dim() != 5))
+    return std::nullopt;
+  return t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
+}
+
+// The original as `model.to(memory_format=torch.channels_last)` makes it: each 4-D and 5-D
+// parameter channels-last (in place). Returns how many were.
 int toChannelsLast(torch::jit::Module& m) {
   int n = 0;
   for (at::Tensor p : m.parameters()) {
-    if (!p.is_floating_point() || (p.dim() != 4 && p.dim() != 5))
-      continue;
-    const auto format =
-        p.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
-    if (!p.is_contiguous(format)) {
-      p.set_data(p.detach().contiguous(format));
+    const auto format = channelsLastOf(p);
+    if (format && !p.is_contiguous(*format)) {
+      p.set_data(p.detach().contiguous(*format));
       ++n;
     }
   }
@@ -61,14 +65,8 @@ int toChannelsLast(torch::jit::Module& m) {
 std::vector<c10::IValue> channelsLastInputs(const std::vector<c10::IValue>& given) {
   std::vector<c10::IValue> out;
   for (const c10::IValue& v : given) {
-    if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point() &&
-        (v.toTensor().dim() == 4 || v.toTensor().dim() == 5)) {
-      const at::Tensor& t = v.toTensor();
-      out.emplace_back(t.contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast
-                                                 : at::MemoryFormat::ChannelsLast3d));
-    } else {
-      out.push_back(v);
-    }
+    const auto format = v.isTensor() ? channelsLastOf(v.toTensor()) : std::nullopt;
+    out.push_back(format ? c10::IValue(v.toTensor().contiguous(*format)) : v);
   }
   return out;
 }

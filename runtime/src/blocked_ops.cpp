@@ -183,27 +183,36 @@ void relu6(at::Tensor& t) {
   at::hardtanh_(t, 0, 6);
 }
 
-at::Tensor blockedMaxPool2d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
-                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
-  if (!self.is_mkldnn() || !hasNaN(self, "xalloc::blocked_max_pool2d"))
-    return at::max_pool2d(self, kernel, stride, padding, dilation, ceil_mode);
-  return at::max_pool2d(self.to_dense(), kernel, stride, padding, dilation, ceil_mode).to_mkldnn();
-}
-
-// libtorch's MKLDNN 3-D max pooling (oneDNN's, on the blocked tensor where it lies: 1-2 ms where
-// the dense one took 27 ms a pooling on S3D, 56% of the rewritten model) drops NaN as the 2-D one
-// does, and refuses dilation: ATen's dense pooling there, between conversions.
-at::Tensor blockedMaxPool3d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
-                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+// libtorch's MKLDNN max pooling (oneDNN's, on the blocked tensor where it lies: in 3-D 1-2 ms
+// where the dense one took 27 ms a pooling on S3D, 56% of the rewritten model) drops NaN and
+// refuses dilation: ATen's dense pooling there, and for an empty batch, between conversions.
+template <class Pool>
+at::Tensor blockedMaxPool(const char* op, Pool pool, const at::Tensor& self, at::IntArrayRef kernel,
+                          at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                          bool ceil_mode) {
   if (!self.is_mkldnn())
-    return at::max_pool3d(self, kernel, stride, padding, dilation, ceil_mode);
+    return pool(self, kernel, stride, padding, dilation, ceil_mode);
   const bool dilated =
       std::any_of(dilation.begin(), dilation.end(), [](std::int64_t d) { return d != 1; });
-  if (dilated || self.numel() == 0 || hasNaN(self, "xalloc::blocked_max_pool3d"))
-    return at::max_pool3d(self.to_dense(), kernel, stride, padding, dilation, ceil_mode)
-        .to_mkldnn();
-  return at::max_pool3d(self, kernel, stride.empty() ? kernel : stride, padding, dilation,
-                        ceil_mode);
+  if (dilated || self.numel() == 0 || hasNaN(self, op))
+    return pool(self.to_dense(), kernel, stride, padding, dilation, ceil_mode).to_mkldnn();
+  return pool(self, kernel, stride.empty() ? kernel : stride, padding, dilation, ceil_mode);
+}
+
+at::Tensor blockedMaxPool2d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
+                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  return blockedMaxPool(
+      "xalloc::blocked_max_pool2d",
+      [](auto&&... a) { return at::max_pool2d(std::forward<decltype(a)>(a)...); }, self, kernel,
+      stride, padding, dilation, ceil_mode);
+}
+
+at::Tensor blockedMaxPool3d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride,
+                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  return blockedMaxPool(
+      "xalloc::blocked_max_pool3d",
+      [](auto&&... a) { return at::max_pool3d(std::forward<decltype(a)>(a)...); }, self, kernel,
+      stride, padding, dilation, ceil_mode);
 }
 
 // A blocked region's entry: MKLDNN ops compute no gradients, so an input that wants them is

@@ -82,6 +82,12 @@ TEST(BlockedOps, ThreeDMaxPoolingIsAtensBitForBit) {
       }
     }
   }
+  // The 2-D pooling shares the rule: dilated (which libtorch's MKLDNN pooling refuses), ATen's.
+  const at::Tensor x2 = at::randn({1, 16, 9, 9});
+  const at::Tensor pooled2 =
+      call("xalloc::blocked_max_pool2d",
+           {call("xalloc::to_blocked", {x2}), V{2, 2}, V{1, 1}, V{1, 1}, V{2, 2}, false});
+  EXPECT_TRUE(at::equal(pooled2.to_dense(), at::max_pool2d(x2, {2, 2}, {1, 1}, {1, 1}, {2, 2})));
   // An empty batch: an empty result.
   const at::Tensor empty = call("xalloc::to_blocked", {at::randn({0, 16, 3, 8, 8})});
   const at::Tensor pooled = call("xalloc::blocked_max_pool3d",

@@ -82,12 +82,15 @@ bool madeChannelsLast(const Value* v) {
          hasKind(n, "xalloc::max_pool2d");
 }
 
-// The list's parts: its first elements and every appended tensor.
-std::vector<const Value*> listParts(const Value* list) {
-  std::vector<const Value*> parts(list->node()->inputs().begin(), list->node()->inputs().end());
+// The list's parts, each as the node that gives it and its input there: the list's first
+// elements and every appended tensor (nodes as const as the list given).
+template <class V> auto listParts(V* list) {
+  std::vector<std::pair<decltype(list->node()), std::size_t>> parts;
+  for (std::size_t i = 0; i < list->node()->inputs().size(); ++i)
+    parts.emplace_back(list->node(), i);
   for (const auto& u : list->uses())
     if (hasKind(u.user, "aten::append"))
-      parts.push_back(u.user->input(1));
+      parts.emplace_back(u.user, 1);
   return parts;
 }
 
@@ -97,7 +100,8 @@ std::vector<const Value*> listParts(const Value* list) {
 // whose blocked parts ATen's channels-last conversion refuses).
 bool partsAre4d(const Value* list) {
   bool shown = false;
-  for (const Value* p : listParts(list)) {
+  for (const auto& [user, i] : listParts(list)) {
+    const Value* p = user->input(i);
     if (auto t = p->type()->cast<c10::TensorType>(); t && t->dim()) {
       if (*t->dim() != 4)
         return false;
@@ -141,14 +145,7 @@ std::int64_t channelListsChannelsLast(torch::jit::Graph& graph) {
   for (Node* l : lists) {
     if (!listStaysChannelsLast(l->output()))
       continue;
-    // The parts: the list's first elements and every appended tensor.
-    std::vector<std::pair<Node*, std::size_t>> parts;
-    for (std::size_t i = 0; i < l->inputs().size(); ++i)
-      parts.emplace_back(l, i);
-    for (const auto& u : l->output()->uses())
-      if (hasKind(u.user, "aten::append"))
-        parts.emplace_back(u.user, 1);
-    for (auto [user, i] : parts) {
+    for (auto [user, i] : listParts(l->output())) {
       Value* part = user->input(i);
       Node* made = part->node();
       if (isRowMajorContiguousCall(made) && madeChannelsLast(made->input(0)) &&

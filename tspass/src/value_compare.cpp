@@ -119,7 +119,7 @@ template <typename T> double realError(const T* ref, const T* x, std::int64_t n)
     if (!std::isfinite(d))
       return kInf;
     worst = std::max(worst, d);
-    if (d > 0 && r != 0 && std::isfinite(r))
+    if (d > 0 && r != 0) // a finite d > 0 has a finite r (elementDiff)
       changed.push_back(std::abs(r));
   }
   if (worst == 0)
@@ -135,7 +135,7 @@ template <typename T> double realError(const T* ref, const T* x, std::int64_t n)
     const double r = static_cast<double>(ref[i]);
     const double d = elementDiff(r, static_cast<double>(x[i]));
     if (d > 0)
-      out = std::max(out, d / std::max(std::isfinite(r) ? std::abs(r) : 0.0, floor));
+      out = std::max(out, d / std::max(std::abs(r), floor));
   }
   return out;
 }
