@@ -108,6 +108,12 @@ json toJson(const Region& r) {
   j["entries"] = std::move(entries);
   j["exits"] = std::move(exits);
   j["candidates"] = std::move(candidates);
+  if (!r.feeds.empty()) {
+    json feeds = json::array();
+    for (const auto& f : r.feeds)
+      feeds.push_back({{"exit", f.exit}, {"region", f.region}});
+    j["feeds"] = std::move(feeds);
+  }
   if (r.rounding_error)
     j["rounding_error"] = *r.rounding_error;
   if (!r.note.empty())
@@ -127,6 +133,15 @@ Region readRegion(const JsonReader& r) {
     r.at("candidates")
         .fail(std::string("the first candidate is the region as it is ('") +
               regionLayoutTraits().front().name + "')");
+  if (auto feeds = r.find("feeds"))
+    feeds->forEach([&](const JsonReader& f) {
+      RegionFeed feed;
+      feed.exit = f.at("exit").toCount();
+      feed.region = f.at("region").toCount();
+      if (feed.exit >= static_cast<std::int64_t>(g.exits.size()))
+        f.at("exit").fail("the region has " + std::to_string(g.exits.size()) + " exit(s)");
+      g.feeds.push_back(feed);
+    });
   g.rounding_error = r.getOptionalNumber("rounding_error");
   if (g.rounding_error && !(*g.rounding_error >= 0))
     r.at("rounding_error").fail("expected a number >= 0");

@@ -85,7 +85,8 @@ inline constexpr int kMeasureMethod = 5;
 // 18: a frozen model is specialized to its inputs' ranks (tspass/specialize.h) before numbering:
 // dict items forwarded, rank branches inlined, so regions run through a segmenter's head.
 // 19: a region's rounding error also moves each layer's output one ulp (tspass/layer_noise.h).
-inline constexpr int kProfileAnalysis = 19;
+// 20: a region names the regions that read its exits (feeds: xsched weighs shared borders).
+inline constexpr int kProfileAnalysis = 20;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

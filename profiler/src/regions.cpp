@@ -96,6 +96,7 @@ void Profiler::measureRegions() {
     p_.regions_note = tspass::whyNoRegion(*graph);
     return;
   }
+  const auto borders = tspass::regionBorders(regions);
   tspass::GraphIndex index(*graph);
   GraphRunner runner(index);
   GraphRunner::Trace trace;
@@ -177,6 +178,9 @@ void Profiler::measureRegions() {
       else
         exits_known = false;
     }
+    if (exits_known)
+      for (const auto& [exit, reader] : borders[at])
+        out.feeds.push_back({static_cast<std::int64_t>(exit), static_cast<std::int64_t>(reader)});
     out.candidates = tspass::regionCandidates(r.rank);
     if (!wrong_rank.empty()) {
       out.note = wrong_rank;

@@ -92,7 +92,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   // Layout regions (the model frozen): each runs in its fastest measured layout. A value
   // decision about an op of a region that changes layout is the region's to make.
   double region_gain = 0, dropped_gain = 0;
-  const auto regions = decideRegions(p, o, gainFloor(p, o));
+  const auto regions = decideRegions(p, cost, o, gainFloor(p, o));
   const ChosenRegions chosen(regions); // their ops indexed once, for every decision below
   for (auto& d : s.decisions) {
     std::optional<std::int64_t> region;

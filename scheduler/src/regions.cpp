@@ -1,17 +1,23 @@
 // Region decisions: each layout region runs in the candidate layout that xprof measured fastest,
 // boundary conversions included, among those within the tolerance, the form and the noise. A
 // region's candidates are timed with their own entry and exit conversions and regions share no
-// op, so the plan's time is the sum of the regions' and choosing each region's best is the best
-// combination: exact, no search needed. With profiles at other input shapes (xsched
+// op, so the plan's time is the sum of the regions' but for one thing: where two regions next to
+// each other (the profile's feeds) run in one channels-last layout, the rewrite writes neither
+// conversion at their border, and both measurements counted one. So the choice is made with the
+// neighbours' (chooseWithNeighbours): a region within the noise on its own joins neighbours that
+// run in its layout when what their border saves, priced by the cost model, lifts it beyond the
+// margin; otherwise each region's best stands. With profiles at other input shapes (xsched
 // --shape-profile), a layout must hold at each: never slower beyond the noise, faster at one,
-// and the best by the geometric mean over the shapes.
+// and the best by the geometric mean over the shapes (each region alone).
 #include "regions.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "candidates.h"
+#include "xalloc/costfit/cost_model.h"
 
 namespace xalloc::scheduler {
 
@@ -121,54 +127,125 @@ std::string fmtSci(double x) {
   return buf;
 }
 
-std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedOptions& o,
-                                         double floor_ms) {
-  std::vector<RegionVerdict> out;
+namespace {
+
+// A candidate that may be chosen but for the noise: its measured gain and margin, and, once the
+// neighbours are known, the conversions at its borders that it and they no longer make.
+struct RegionOption {
+  const RegionCandidate* c = nullptr;
+  double gain = 0, margin = 0, score = 0;
+  bool clear = false;       // faster beyond the noise on its own
+  std::string per_shape;    // at each shape profiled (--shape-profile)
+  double own_border_ms = 0; // this region's own border conversions saved (its measurement's)
+  std::vector<std::int64_t> shared_with;
+};
+
+// One region's options and what blocked the others.
+struct Options {
+  std::vector<RegionOption> options;
+  std::string blocked_why;
+  double blocked_gain = 0;
+  int chosen = -1; // index into options; -1: as it is
+};
+
+bool sharesBorders(formats::LayoutTarget t) {
+  return t == formats::LayoutTarget::ChannelsLast || t == formats::LayoutTarget::ChannelsLast3d;
+}
+
+// Regions next to each other: each feed (exit of `from` read by `to`), both ways, with the
+// conversion's predicted cost into the channels-last layout `target` (that of its way back
+// alike: both ends count one).
+struct Border {
+  std::size_t other;
+  const formats::Layout* value;
+};
+
+// Neighbour-aware choice: a region whose neighbours run in its candidate's channels-last layout
+// saves their border conversions as well as its own (theirs were counted in their measurement,
+// its own in its), so a candidate within the noise on its own is chosen when, with the
+// conversions a shared border no longer writes (predicted by the cost model), it saves more
+// than the margin; and of two candidates, the one the neighbours share wins by what it saves
+// there. Repeated until no choice changes (a few rounds: a chain settles in one).
+void chooseWithNeighbours(const formats::Profile& p, const costfit::CostPredictor& predictor,
+                          std::vector<Options>& regions) {
+  std::map<std::int64_t, std::size_t> by_id;
+  for (std::size_t i = 0; i < p.regions.size(); ++i)
+    by_id[p.regions[i].ref.id] = i;
+  std::vector<std::vector<Border>> borders(p.regions.size());
+  for (std::size_t i = 0; i < p.regions.size(); ++i)
+    for (const auto& f : p.regions[i].feeds) {
+      auto j = by_id.find(f.region);
+      if (j == by_id.end() || j->second == i ||
+          f.exit >= static_cast<std::int64_t>(p.regions[i].exits.size()))
+        continue;
+      const formats::Layout* v = &p.regions[i].exits[static_cast<std::size_t>(f.exit)];
+      borders[i].push_back({j->second, v});
+      borders[j->second].push_back({i, v});
+    }
+  auto targetOf = [&](std::size_t i) {
+    const Options& r = regions[i];
+    return r.chosen < 0 ? formats::LayoutTarget::Contiguous
+                        : r.options[static_cast<std::size_t>(r.chosen)].c->target();
+  };
+  for (int round = 0; round < 8; ++round) {
+    bool changed = false;
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      Options& r = regions[i];
+      int pick = -1;
+      double pick_total = 0;
+      for (std::size_t k = 0; k < r.options.size(); ++k) {
+        RegionOption& o = r.options[k];
+        o.own_border_ms = 0;
+        o.shared_with.clear();
+        if (sharesBorders(o.c->target()))
+          for (const Border& b : borders[i])
+            if (targetOf(b.other) == o.c->target())
+              if (auto pred = predictor.predict(*b.value, o.c->target())) {
+                o.own_border_ms += pred->ms;
+                o.shared_with.push_back(p.regions[b.other].ref.id);
+              }
+        const double total = o.gain + 2 * o.own_border_ms;
+        if (total > o.margin && (pick < 0 || total > pick_total)) {
+          pick = static_cast<int>(k);
+          pick_total = total;
+        }
+      }
+      if (pick != r.chosen) {
+        r.chosen = pick;
+        changed = true;
+      }
+    }
+    if (!changed)
+      break;
+  }
+}
+
+std::string regionList(std::vector<std::int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ") + std::to_string(ids[i]);
+  return s;
+}
+
+} // namespace
+
+std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const formats::Cost& cost,
+                                         const SchedOptions& o, double floor_ms) {
   // The input shapes of the profile, then of each profile at another shape.
   std::vector<std::string> labels{inputShapes(p)};
   if (o.other_shapes)
     for (const formats::Profile& q : *o.other_shapes)
       labels.push_back(inputShapes(q));
-  for (const auto& g : p.regions) {
-    RegionVerdict v;
-    Decision& d = v.decision;
-    d.action = Action::None;
-    d.setRegion(g.ref, g.candidates.front().traits());
-    d.anchor = g.ref.nodes.front();
-    if (const formats::Op* op = profileOpFor(p, d.anchor)) {
-      d.producer = op->id;
-      if (!op->outputs.empty())
-        d.value_id = op->outputs.front();
-    }
-    if (!g.entries.empty())
-      d.layout = g.entries.front();
-    const RegionCandidate& as_is = g.candidates.front();
-    const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
-    const std::string what =
-        linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
-               : std::to_string(g.ref.nodes.size()) + " ops, " +
-                     std::to_string(g.ref.convolutions) + " convolution(s)";
-    if (!p.model.frozen.value_or(false)) {
-      // The regions were measured on the model frozen; this plan is for the model as profiled,
-      // whose weights are attributes that a rewrite cannot re-lay once.
-      d.reason = "region " + std::to_string(g.ref.id) + " (" + what +
-                 ") left as it is: the model was profiled unfrozen (profile it with xprof "
-                 "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights once)";
-      out.push_back(std::move(v));
+  const bool shapes = o.other_shapes && !o.other_shapes->empty();
+  // Each region's options: the candidates that may be chosen, or may but for the noise.
+  std::vector<Options> all(p.regions.size());
+  for (std::size_t r = 0; r < p.regions.size(); ++r) {
+    const formats::Region& g = p.regions[r];
+    Options& opts = all[r];
+    if (!p.model.frozen.value_or(false) || !g.note.empty() || !g.candidates.front().measured)
       continue;
-    }
-    if (!g.note.empty() || !as_is.measured) {
-      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") not measured" +
-                 (g.note.empty() ? "" : ": " + g.note);
-      out.push_back(std::move(v));
-      continue;
-    }
-    // The best candidate that may be chosen, and the best that may not with why.
-    const RegionCandidate* best = nullptr;
-    double best_gain = 0, best_margin = 0, best_score = 0;
-    std::string blocked_why, best_shapes;
-    double blocked_gain = 0;
-    const bool shapes = o.other_shapes && !o.other_shapes->empty();
     for (std::size_t i = 1; i < g.candidates.size(); ++i) {
       const RegionCandidate& c = g.candidates[i];
       if (!c.measured)
@@ -180,9 +257,11 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
         why = "needs the runtime's ops (xsched --form fast)";
       // Over a set of shapes: not slower beyond the noise at any, faster beyond it at one, the
       // best by the geometric mean of its time over the region's as it is. One shape: faster
-      // beyond the noise, the best by the time saved.
+      // beyond the noise, the best by the time saved (or, but for the noise, with what its
+      // neighbours save: chooseWithNeighbours).
       double score = gain;
       std::string per_shape;
+      bool near = false;
       if (why.empty() && shapes) {
         bool faster = false;
         double log_ratio = 0;
@@ -212,50 +291,96 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedO
         score = -log_ratio / static_cast<double>(1 + o.other_shapes->size());
       } else if (why.empty() && !(gain > margin)) {
         why = "saves " + fmtMs(gain) + ", within the noise margin " + fmtMs(margin);
+        near = true;
       }
+      if (why.empty() || near)
+        opts.options.push_back({&c, gain, margin, score, why.empty(), per_shape, 0, {}});
       if (why.empty()) {
-        if (!best || score > best_score) {
-          best = &c;
-          best_gain = gain;
-          best_margin = margin;
-          best_score = score;
-          best_shapes = per_shape;
-        }
-      } else if (gain > blocked_gain) {
-        blocked_gain = gain;
-        blocked_why = c.name() + " " + why;
+        if (opts.chosen < 0 || score > opts.options[static_cast<std::size_t>(opts.chosen)].score)
+          opts.chosen = static_cast<int>(opts.options.size() - 1);
+      } else if (gain > opts.blocked_gain) {
+        opts.blocked_gain = gain;
+        opts.blocked_why = c.name() + " " + why;
       }
     }
-    d.predicted_saving_ms = best ? best_gain : 0;
-    if (best) {
-      d.action = Action::Sync;
-      d.setRegion(g.ref, best->traits());
-      if (shapes) {
-        d.holds_for = labels;
-        d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as ";
-        d.reason += best->name() + " at every shape profiled: " + best_shapes;
-        d.reason += " measured with its " + std::to_string(g.entries.size()) + " entry and " +
-                    std::to_string(g.exits.size()) + " exit conversion(s) (";
-        d.reason += pct(1 - std::exp(-best_score)) + " faster, geometric mean)";
-      } else {
-        d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") runs as " +
-                   best->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
-                   fmtMs(as_is.time_ms - best_gain) + " measured with its " +
-                   std::to_string(g.entries.size()) + " entry and " +
-                   std::to_string(g.exits.size()) + " exit conversion(s) (" +
-                   pct(best_gain / as_is.time_ms) + " faster, margin " + fmtMs(best_margin) + ")";
-      }
-      if (!best->identical_output && best->output_error) {
-        d.reason += "; outputs within " + fmtSci(*best->output_error) + " of their scale";
-        if (*best->output_error > o.tolerance && g.rounding_error && o.within_noise)
-          d.reason += ", within twice what one ulp of its inputs moves them (" +
-                      fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
-      }
-      v.gain = best_gain;
+  }
+  if (!shapes)
+    chooseWithNeighbours(p, costfit::CostPredictor(cost), all);
+
+  std::vector<RegionVerdict> out;
+  for (std::size_t r = 0; r < p.regions.size(); ++r) {
+    const formats::Region& g = p.regions[r];
+    const Options& opts = all[r];
+    RegionVerdict v;
+    Decision& d = v.decision;
+    d.action = Action::None;
+    d.setRegion(g.ref, g.candidates.front().traits());
+    d.anchor = g.ref.nodes.front();
+    if (const formats::Op* op = profileOpFor(p, d.anchor)) {
+      d.producer = op->id;
+      if (!op->outputs.empty())
+        d.value_id = op->outputs.front();
+    }
+    if (!g.entries.empty())
+      d.layout = g.entries.front();
+    const RegionCandidate& as_is = g.candidates.front();
+    const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
+    const std::string what =
+        linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
+               : std::to_string(g.ref.nodes.size()) + " ops, " +
+                     std::to_string(g.ref.convolutions) + " convolution(s)";
+    const std::string head = "region " + std::to_string(g.ref.id) + " (" + what + ")";
+    if (!p.model.frozen.value_or(false)) {
+      // The regions were measured on the model frozen; this plan is for the model as profiled,
+      // whose weights are attributes that a rewrite cannot re-lay once.
+      d.reason = head + " left as it is: the model was profiled unfrozen (profile it with xprof "
+                        "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights "
+                        "once)";
+      out.push_back(std::move(v));
+      continue;
+    }
+    if (!g.note.empty() || !as_is.measured) {
+      d.reason = head + " not measured" + (g.note.empty() ? "" : ": " + g.note);
+      out.push_back(std::move(v));
+      continue;
+    }
+    if (opts.chosen < 0) {
+      std::string why = opts.blocked_why;
+      d.reason =
+          head + " left as it is" + (why.empty() ? ": no layout measured faster" : ": " + why);
+      out.push_back(std::move(v));
+      continue;
+    }
+    const RegionOption& best = opts.options[static_cast<std::size_t>(opts.chosen)];
+    const std::string conversions = " measured with its " + std::to_string(g.entries.size()) +
+                                    " entry and " + std::to_string(g.exits.size()) +
+                                    " exit conversion(s) (";
+    d.action = Action::Sync;
+    d.setRegion(g.ref, best.c->traits());
+    if (shapes) {
+      d.holds_for = labels;
+      d.reason = head + " runs as " + best.c->name() +
+                 " at every shape profiled: " + best.per_shape + conversions +
+                 pct(1 - std::exp(-best.score)) + " faster, geometric mean)";
     } else {
-      d.reason = "region " + std::to_string(g.ref.id) + " (" + what + ") left as it is" +
-                 (blocked_why.empty() ? ": no layout measured faster" : ": " + blocked_why);
+      d.reason = head + " runs as " + best.c->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
+                 fmtMs(as_is.time_ms - best.gain) + conversions + pct(best.gain / as_is.time_ms) +
+                 " faster, margin " + fmtMs(best.margin) + ")";
+      if (!best.shared_with.empty())
+        d.reason += (best.clear ? "; " : "; within the noise on its own, but ") +
+                    std::string("its border(s) with region(s) ") + regionList(best.shared_with) +
+                    ", channels-last as well, convert nothing: " + fmtMs(2 * best.own_border_ms) +
+                    " saved there (predicted)";
     }
+    if (!best.c->identical_output && best.c->output_error) {
+      d.reason += "; outputs within " + fmtSci(*best.c->output_error) + " of their scale";
+      if (*best.c->output_error > o.tolerance && g.rounding_error && o.within_noise)
+        d.reason += ", within twice what one ulp of its inputs moves them (" +
+                    fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
+    }
+    // Its own border conversions are its to count (its neighbours count theirs).
+    v.gain = best.gain + best.own_border_ms;
+    d.predicted_saving_ms = v.gain;
     out.push_back(std::move(v));
   }
   return out;

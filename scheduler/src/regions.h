@@ -21,8 +21,10 @@ struct RegionVerdict {
 };
 
 /// One verdict per region of the profile. `floor_ms`: the smallest gain worth an edit.
-std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const SchedOptions& o,
-                                         double floor_ms);
+/// `cost` prices the conversions at borders between regions that run in one channels-last
+/// layout (a region's neighbours).
+std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const formats::Cost& cost,
+                                         const SchedOptions& o, double floor_ms);
 
 /// The ops of the regions chosen to run in another layout, indexed once by their site (file,
 /// function, expression, ordinal; the op kind aside: a linear the profile saw exposed, its k-th

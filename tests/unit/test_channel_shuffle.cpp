@@ -78,3 +78,21 @@ TEST(ChannelShuffle, TheRuntimesShuffleDifferentiatesAsTheIdiom) {
       op.typed<at::Tensor(const at::Tensor&, std::int64_t)>().call(at::randn({1, 7, 2, 2}), 3),
       std::exception);
 }
+
+TEST(ChannelShuffle, TheShuffleAndTheChunkAreABorderBetweenTwoRegions) {
+  xalloc::testing::Frozen f = xalloc::testing::frozenSample("shufflecnn");
+  const auto regions = findLayoutRegions(*f.graph, xalloc::testing::ranksOf(f));
+  std::vector<std::size_t> units;
+  for (std::size_t i = 0; i < regions.size(); ++i)
+    if (regions[i].rank == 4)
+      units.push_back(i);
+  ASSERT_EQ(units.size(), 2u);
+  const auto borders = regionBorders(regions);
+  ASSERT_EQ(borders.size(), regions.size());
+  // The first unit's exit reaches the second through the shuffle's views, its copy, the chunk
+  // and its unpacking; the second's is permuted (computed on in another order) before the
+  // linear reads it: no border.
+  using Feed = std::pair<std::size_t, std::size_t>;
+  EXPECT_EQ(borders[units[0]], (std::vector<Feed>{{0, units[1]}}));
+  EXPECT_TRUE(borders[units[1]].empty());
+}

@@ -210,3 +210,105 @@ TEST(SchedulerRegions, OverSeveralShapesALayoutMustHoldAtEach) {
   EXPECT_TRUE(d.region_layout->packed);
   EXPECT_TRUE(d.holds_for.empty());
 }
+
+namespace {
+// Three regions in a chain (0 feeds 1, 1 feeds 2: ShuffleNet's units), each 1 ms as it is; the
+// outer two 0.5 ms packed, the middle one `middle_ms` packed and `blocked_ms` blocked, with the
+// noise margin of a 0.1 ms spread. Converting the border tensor into channels-last costs 0.05 ms
+// (measured, in the cost table).
+xalloc::testing::Fixture chain(double middle_ms, double blocked_ms) {
+  xalloc::testing::Fixture f;
+  f.p.model.frozen = true;
+  const Layout border{{1, 16, 8, 8}, {1024, 64, 8, 1}, 0, "float32", "cpu"};
+  for (std::int64_t id = 0; id < 3; ++id) {
+    Region g;
+    g.ref.id = id;
+    g.ref.convolutions = 1;
+    Anchor a = f.p.ops[1].anchor;
+    a.ordinal = 100 + id; // an op of its own
+    g.ref.nodes = {a};
+    g.entries = {border};
+    g.exits = {border};
+    const double packed = id == 1 ? middle_ms : 0.5;
+    g.candidates = {measured(LayoutTarget::Contiguous, false, 1, 1),
+                    measured(LayoutTarget::ChannelsLast, true, packed, 1, 3e-7),
+                    measured(LayoutTarget::Blocked, false, id == 1 ? blocked_ms : 2, 1)};
+    for (auto& c : g.candidates)
+      c.delta_spread_ms = 0.1;
+    if (id < 2)
+      g.feeds = {{0, id + 1}};
+    f.p.regions.push_back(g);
+  }
+  ConversionCost cc;
+  cc.layout = border;
+  cc.target = LayoutTarget::ChannelsLast;
+  cc.median_ms = 0.05;
+  cc.samples_ms = {0.05};
+  f.cost.conversion_cost_table.push_back(cc);
+  return f;
+}
+
+const Decision& regionDecision(const Schedule& s, std::int64_t id) {
+  for (const auto& d : s.decisions)
+    if (d.region && d.region->id == id)
+      return d;
+  throw std::runtime_error("no decision for region " + std::to_string(id));
+}
+} // namespace
+
+TEST(SchedulerRegions, ARegionJoinsNeighboursWhoseBordersItSaves) {
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  // The middle region saves 0.02 ms packed, inside its noise margin on its own; with both
+  // neighbours packed, its two borders convert nothing: 4 conversions of 0.05 ms saved.
+  xalloc::testing::Fixture f = chain(0.98, 2);
+  Schedule s = makeSchedule(f.p, f.cost, o);
+  const Decision& d = regionDecision(s, 1);
+  EXPECT_EQ(d.action, Action::Sync) << d.reason;
+  EXPECT_TRUE(d.region_layout->packed);
+  EXPECT_NE(d.reason.find("within the noise on its own"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("region(s) 0 and 2"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("0.2000 ms saved there"), std::string::npos) << d.reason;
+  // Each region counts its own conversions: the middle its two, each neighbour its one.
+  EXPECT_NEAR(d.predicted_saving_ms, 0.02 + 0.1, 1e-9);
+  EXPECT_NEAR(regionDecision(s, 0).predicted_saving_ms, 0.5 + 0.05, 1e-9);
+  double saved = 0;
+  for (std::int64_t id = 0; id < 3; ++id)
+    saved += regionDecision(s, id).predicted_saving_ms;
+  EXPECT_NEAR(saved, 0.5 + 0.02 + 0.5 + 4 * 0.05, 1e-9);
+
+  // The feeds survive the profile's JSON; one naming an exit the region lacks is refused.
+  nlohmann::json doc = toJson(f.p);
+  EXPECT_EQ(profileFromJson(doc, "p.json").regions[0].feeds.at(0).region, 1);
+  doc["regions"][0]["feeds"][0]["exit"] = 1;
+  EXPECT_THROW(profileFromJson(doc, "p.json"), std::exception);
+
+  // Without the feeds (or with no price for the border), each region is judged alone.
+  for (auto& g : f.p.regions)
+    g.feeds.clear();
+  s = makeSchedule(f.p, f.cost, o);
+  EXPECT_EQ(regionDecision(s, 1).action, Action::None) << regionDecision(s, 1).reason;
+  EXPECT_NE(regionDecision(s, 1).reason.find("within the noise margin"), std::string::npos);
+  EXPECT_DOUBLE_EQ(regionDecision(s, 0).predicted_saving_ms, 0.5);
+
+  // Slower on its own by more than its borders save: left as it is.
+  f = chain(1.3, 2);
+  s = makeSchedule(f.p, f.cost, o);
+  EXPECT_EQ(regionDecision(s, 1).action, Action::None) << regionDecision(s, 1).reason;
+  EXPECT_EQ(regionDecision(s, 0).action, Action::Sync);
+}
+
+TEST(SchedulerRegions, TheLayoutItsNeighboursShareWinsByWhatTheBordersSave) {
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  // Blocked is 0.05 ms faster than packed in the middle region alone, but among packed
+  // neighbours it converts at both borders, which packed does not (0.2 ms): packed.
+  xalloc::testing::Fixture f = chain(0.6, 0.55);
+  Decision d = regionDecision(makeSchedule(f.p, f.cost, o), 1);
+  EXPECT_TRUE(d.region_layout->packed) << d.reason;
+  EXPECT_EQ(d.target, LayoutTarget::ChannelsLast);
+  // Faster alone by more than what the borders save: blocked stands.
+  f = chain(0.6, 0.3);
+  d = regionDecision(makeSchedule(f.p, f.cost, o), 1);
+  EXPECT_EQ(d.target, LayoutTarget::Blocked) << d.reason;
+}

@@ -283,6 +283,56 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
   return out;
 }
 
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>>
+regionBorders(const std::vector<LayoutRegion>& regions) {
+  std::unordered_map<const Node*, std::size_t> region_of;
+  for (std::size_t i = 0; i < regions.size(); ++i)
+    for (const Node* n : regions[i].nodes)
+      region_of.emplace(n, i);
+  // Ops that hand on a value's elements with no computation of their own: parts of channels,
+  // a row-major copy (the round trip a rewrite drops), the channel shuffle's views and transpose
+  // (a rewrite makes them one xalloc::channel_shuffle of the channels-last value).
+  auto carries = [](const Node* n) {
+    static const char* const kinds[] = {"prim::ListUnpack", "aten::chunk",
+                                        "aten::split",      "aten::split_with_sizes",
+                                        "aten::contiguous", "aten::view",
+                                        "aten::reshape",    "aten::transpose",
+                                        "aten::narrow",     "xalloc::channel_shuffle"};
+    return std::any_of(std::begin(kinds), std::end(kinds),
+                       [&](const char* k) { return hasKind(n, k); });
+  };
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> out(regions.size());
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const auto exits = regionExits(regions[i]);
+    for (std::size_t k = 0; k < exits.size(); ++k) {
+      std::set<std::size_t> reached;
+      std::vector<const Value*> work{exits[k]};
+      std::unordered_set<const Value*> seen{exits[k]};
+      while (!work.empty()) {
+        const Value* v = work.back();
+        work.pop_back();
+        for (const auto& u : v->uses()) {
+          auto it = region_of.find(u.user);
+          if (it != region_of.end()) {
+            if (it->second != i)
+              reached.insert(it->second);
+            continue;
+          }
+          // A size read is no data path; an op that is neither is where the value stops.
+          if (readsMetadataOnly(u.user) || !carries(u.user))
+            continue;
+          for (const Value* o : u.user->outputs())
+            if (seen.insert(o).second)
+              work.push_back(o);
+        }
+      }
+      for (std::size_t j : reached)
+        out[i].emplace_back(k, j);
+    }
+  }
+  return out;
+}
+
 formats::RegionRef regionRef(const LayoutRegion& r, const GraphIndex& index, std::int64_t id) {
   formats::RegionRef ref;
   ref.id = id;

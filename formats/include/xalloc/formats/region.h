@@ -62,10 +62,19 @@ struct RegionRef {
   std::int64_t convolutions = 0;
 };
 
+/// An exit of a region read by another region's ops (directly, or through ops that only hand
+/// its elements on: parts of channels, a channel shuffle): where both run in one channels-last
+/// layout, neither the exit's conversion nor the entry's is written.
+struct RegionFeed {
+  std::int64_t exit = 0;   // index into the region's exits
+  std::int64_t region = 0; // the id of the region reading it
+};
+
 struct Region {
   RegionRef ref;
   std::vector<Layout> entries; // the tensors it reads from outside, as they are
   std::vector<Layout> exits;   // the tensors read outside it (or returned)
+  std::vector<RegionFeed> feeds;
   /// [0] is the region as it is (contiguous); the others are the layouts tried.
   std::vector<RegionCandidate> candidates;
   /// How far the exits of the region as it is move when its float inputs move by one unit in the

@@ -60,6 +60,17 @@ std::vector<torch::jit::Value*> regionExits(const LayoutRegion& r);
 std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
                                             const std::vector<std::optional<int>>& input_ranks);
 
+/// Which regions read each exit of each region, for the scheduler's border accounting: exit k of
+/// region i reaches region j when one of j's ops reads it, directly or through ops outside every
+/// region that hand on the same elements in whatever layout they come (a chunk or split of
+/// channels and its unpacking, a row-major aten::contiguous, the channel-shuffle idiom's views,
+/// transpose and copy). When i and j run in one channels-last layout, the rewrite converts
+/// neither i's exit nor j's entry there (the round trip, the shuffle and the packed entries
+/// passes of rewrite.h): both conversions their measurements counted are saved. Per region, in
+/// `regions`' order, (exit index, region index) pairs, each once.
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>>
+regionBorders(const std::vector<LayoutRegion>& regions);
+
 /// The region as the documents name it: its ops' anchors in `index` (the same graph).
 formats::RegionRef regionRef(const LayoutRegion& r, const GraphIndex& index, std::int64_t id);
 
