@@ -308,7 +308,8 @@ regionBorders(const std::vector<LayoutRegion>& regions) {
       std::set<std::size_t> reached;
       std::vector<const Value*> work{exits[k]};
       std::unordered_set<const Value*> seen{exits[k]};
-      while (!work.empty()) {
+      bool escapes = false; // read by an op of no region too (or returned): converted anyway
+      while (!work.empty() && !escapes) {
         const Value* v = work.back();
         work.pop_back();
         for (const auto& u : v->uses()) {
@@ -318,16 +319,22 @@ regionBorders(const std::vector<LayoutRegion>& regions) {
               reached.insert(it->second);
             continue;
           }
-          // A size read is no data path; an op that is neither is where the value stops.
-          if (readsMetadataOnly(u.user) || !carries(u.user))
+          // A size read is no data path; any other op outside the regions reads the value
+          // row-major, so its conversion stays and no border is shared.
+          if (readsMetadataOnly(u.user))
             continue;
+          if (!carries(u.user)) {
+            escapes = true;
+            break;
+          }
           for (const Value* o : u.user->outputs())
             if (seen.insert(o).second)
               work.push_back(o);
         }
       }
-      for (std::size_t j : reached)
-        out[i].emplace_back(k, j);
+      if (!escapes)
+        for (std::size_t j : reached)
+          out[i].emplace_back(k, j);
     }
   }
   return out;

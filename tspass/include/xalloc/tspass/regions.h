@@ -64,10 +64,12 @@ std::vector<LayoutRegion> findLayoutRegions(torch::jit::Graph& graph,
 /// region i reaches region j when one of j's ops reads it, directly or through ops outside every
 /// region that hand on the same elements in whatever layout they come (a chunk or split of
 /// channels and its unpacking, a row-major aten::contiguous, the channel-shuffle idiom's views,
-/// transpose and copy). When i and j run in one channels-last layout, the rewrite converts
-/// neither i's exit nor j's entry there (the round trip, the shuffle and the packed entries
-/// passes of rewrite.h): both conversions their measurements counted are saved. Per region, in
-/// `regions`' order, (exit index, region index) pairs, each once.
+/// transpose and copy), and only by such paths: an exit that any other op reads (or the graph
+/// returns) keeps its conversion, and shares no border. When i and j run in one channels-last
+/// layout, the rewrite converts neither i's exit nor j's entry there (the round trip, the
+/// shuffle and the packed entries passes of rewrite.h): both conversions their measurements
+/// counted are saved. Per region, in `regions`' order, (exit index, region index) pairs, each
+/// once.
 std::vector<std::vector<std::pair<std::size_t, std::size_t>>>
 regionBorders(const std::vector<LayoutRegion>& regions);
 
