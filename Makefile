@@ -82,7 +82,7 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench bash bench/run.sh
 
-bench-peer: build ## original / peer / ours on public models (C++), then with ONNX Runtime in Python, one thread
+bench-peer: build ## original / peer / ours on public models (C++), then with ONNX Runtime in Python, at one thread and at MORE_THREADS (2)
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
 	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
 

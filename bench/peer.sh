@@ -15,6 +15,11 @@
 # core): the p50 of each process, how
 # far they spread, p90 and resident memory.
 #
+# Then, for each thread count in MORE_THREADS (default 2; empty: none), the pipeline again at that
+# count (profiled, planned and rewritten at it: a plan is made for the threads it runs at) and
+# the four contenders each alone in fresh processes at it (ONNX Runtime with as many intra-op
+# threads): the tables' columns at N threads.
+#
 #   MODELS="resnet18 convnext_tiny" BATCHES="1 8" RUNS=30 THREADS=1 PROCESSES=5 make bench-peer
 set -euo pipefail
 BIN=${BIN:-build/bin}
@@ -24,6 +29,7 @@ RUNS=${RUNS:-30}
 THREADS=${THREADS:-1}
 PROCESSES=${PROCESSES:-5}
 BATCHES=${BATCHES:-1}
+MORE_THREADS=${MORE_THREADS-2}
 MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t shufflenet_v2_x1_0 regnet_y_400mf"}
 SAMPLE_MODELS=${SAMPLE_MODELS:-"minigpt smallcnn"}
 PY=${PY:-/usr/bin/python3}
@@ -54,6 +60,17 @@ run_one() { # run_one NAME MODEL.pt
   if [[ $PROCESSES -gt 0 ]]; then
     "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" \
       --rounds "$RUNS" --threads "$THREADS" --processes "$PROCESSES" --json "$d/processes.json"
+    local t
+    for t in $MORE_THREADS; do
+      [[ $t == "$THREADS" ]] && continue
+      local dt="$d/threads$t"
+      mkdir -p "$dt"
+      xprof "$model" --threads "$t" --freeze -q -o "$dt/profile.json"
+      xcost "$dt/profile.json" | xsched --form fast -o "$dt/schedule.json"
+      xrewrite "$model" -s "$dt/schedule.json" --freeze -o "$dt/ours.pt" -q
+      "$PY" "$HERE/python_peers.py" --original "$model" --ours "$dt/ours.pt" "${onnx[@]}" \
+        --rounds "$RUNS" --threads "$t" --processes "$PROCESSES" --json "$dt/processes.json"
+    done
   fi
 }
 for b in $BATCHES; do

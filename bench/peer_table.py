@@ -35,22 +35,33 @@ def rows_of(out_dirs):
     rows = []
     for out in out_dirs:
         # A model's folder itself, or an OUT folder of them.
-        dirs = ([out] if os.path.isfile(os.path.join(out, "python.json"))
-                else [os.path.join(out, e) for e in sorted(os.listdir(out))])
+        model_dir = os.path.isfile(os.path.join(out, "python.json")) or any(
+            e.startswith("threads") for e in os.listdir(out))
+        dirs = [out] if model_dir else [os.path.join(out, e) for e in sorted(os.listdir(out))]
         for d in dirs:
+            if not os.path.isdir(d):
+                continue
             entry = os.path.basename(os.path.normpath(d))
             py = os.path.join(d, "python.json")
-            if not os.path.isfile(py):
-                continue
             base, _, batch = entry.rpartition("-b")
             if not base or not batch.isdigit():
                 base, batch = entry, "1"  # a sample: its own stored inputs
             fresh = os.path.join(d, "processes.json")
+            # The same contenders at other thread counts (bench-peer's MORE_THREADS).
+            threads = {}
+            for e in sorted(os.listdir(d)):
+                more = os.path.join(d, e, "processes.json")
+                if e.startswith("threads") and e[7:].isdigit() and os.path.isfile(more):
+                    threads[int(e[7:])] = {c["name"]: c for c in json.load(open(more))["contenders"]}
+            if not os.path.isfile(py) and not threads:
+                continue
             rows.append({
                 "model": base, "batch": int(batch),
-                "python": {c["name"]: c for c in json.load(open(py))["contenders"]},
+                "python": ({c["name"]: c for c in json.load(open(py))["contenders"]}
+                           if os.path.isfile(py) else {}),
                 "fresh": ({c["name"]: c for c in json.load(open(fresh))["contenders"]}
                           if os.path.isfile(fresh) else {}),
+                "threads": threads,
             })
     order = list(NAMES)
     rows.sort(key=lambda r: (r["batch"], order.index(r["model"]) if r["model"] in order else 99,
@@ -85,7 +96,7 @@ def table(rows, key, title):
     means = {"cnn_ort": [], "all_ort": [], "cnn_peer": [], "all_peer": [], "cnn_orig": [],
              "all_orig": []}
     for r in rows:
-        c = r[key]
+        c = r[key] if not isinstance(key, int) else r["threads"].get(key)
         if not c:
             continue
         ours = c.get("ours")
@@ -97,7 +108,7 @@ def table(rows, key, title):
             if cnn:
                 means["cnn_" + k].append(v)
         print(f"| {NAMES.get(r['model'], r['model'])} | {r['batch']} | "
-              + " | ".join(cell(c.get(n), key == "fresh") for n in CONTENDERS)
+              + " | ".join(cell(c.get(n), key != "python") for n in CONTENDERS)
               + f" | {fmt(vs_ort)} | {fmt(vs_peer)} |")
     print()
     for scope, label in (("cnn", "CNNs"), ("all", "every row")):
@@ -117,13 +128,18 @@ def main():
             return 2
     rows = rows_of(sys.argv[1:])
     if not rows:
-        print(f"peer_table.py: no python.json under {' '.join(sys.argv[1:])}", file=sys.stderr)
+        print(f"peer_table.py: no python.json (nor threadsN/processes.json) under "
+              f"{' '.join(sys.argv[1:])}", file=sys.stderr)
         return 2
-    table(rows, "python", "Interleaved in one Python process (p50 ms, p90 in parentheses, error "
-                          "against the original's outputs):")
+    if any(r["python"] for r in rows):
+        table(rows, "python", "Interleaved in one Python process (p50 ms, p90 in parentheses, "
+                              "error against the original's outputs):")
     if any(r["fresh"] for r in rows):
         table(rows, "fresh", "Each alone in fresh Python processes (median of the processes' "
                              "p50 ms, their spread, resident memory):")
+    for t in sorted({t for r in rows for t in r["threads"]}):
+        table(rows, t, f"At {t} threads (profiled, planned and run at {t}; ONNX Runtime with {t} "
+                       "intra-op threads), each alone in fresh Python processes:")
     return 0
 
 
