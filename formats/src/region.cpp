@@ -57,6 +57,10 @@ json toJson(const RegionCandidate& c) {
     j["delta_ms"] = roundMs(*c.delta_ms);
   if (c.delta_spread_ms)
     j["delta_spread_ms"] = roundMs(*c.delta_spread_ms);
+  if (c.rounds && c.faster_rounds) {
+    j["rounds"] = *c.rounds;
+    j["faster_rounds"] = *c.faster_rounds;
+  }
   if (!c.note.empty())
     j["note"] = c.note;
   return j;
@@ -72,6 +76,12 @@ RegionCandidate readRegionCandidate(const JsonReader& r) {
   c.delta_ms = r.getOptionalNumber("delta_ms");
   if (auto f = r.find("delta_spread_ms"))
     c.delta_spread_ms = f->toNonNegative();
+  if (auto f = r.find("rounds")) {
+    c.rounds = f->toCount();
+    c.faster_rounds = r.at("faster_rounds").toCount();
+    if (*c.faster_rounds > *c.rounds)
+      r.at("faster_rounds").fail("more than its " + std::to_string(*c.rounds) + " rounds");
+  }
   c.identical_output = r.getBool("identical_output", true);
   if (auto f = r.find("output_error"))
     c.output_error = f->toNonNegative();

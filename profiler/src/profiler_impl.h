@@ -86,7 +86,8 @@ inline constexpr int kMeasureMethod = 5;
 // dict items forwarded, rank branches inlined, so regions run through a segmenter's head.
 // 19: a region's rounding error also moves each layer's output one ulp (tspass/layer_noise.h).
 // 20: a region names the regions that read its exits (feeds: xsched weighs shared borders).
-inline constexpr int kProfileAnalysis = 20;
+// 21: a candidate says in how many paired rounds it was the faster (rounds, faster_rounds).
+inline constexpr int kProfileAnalysis = 21;
 // Passes over the sweep's layouts (conversion_cost.h: measureInPasses).
 inline constexpr int kSweepPasses = 3;
 

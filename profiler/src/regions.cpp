@@ -2,6 +2,7 @@
 // regions found, and each run in isolation on the values the real inputs give it, as it is and
 // in every candidate layout (the same rewrite xrewrite writes, boundary conversions included),
 // interleaved round by round so drift hits every candidate alike.
+#include <algorithm>
 #include <numeric>
 #include <tuple>
 
@@ -428,6 +429,9 @@ void Profiler::measureRegions() {
         const TimingStats d = summarize(runs[i].deltas);
         c.delta_ms = d.median_ms;
         c.delta_spread_ms = d.iqr_ms;
+        c.rounds = static_cast<std::int64_t>(runs[i].deltas.size());
+        c.faster_rounds = std::count_if(runs[i].deltas.begin(), runs[i].deltas.end(),
+                                        [](double x) { return x < 0; });
       }
     }
     p_.regions.push_back(std::move(out));

@@ -30,6 +30,11 @@ struct RegionCandidate {
   /// back to back: negative when this candidate is faster.
   std::optional<double> delta_ms;
   std::optional<double> delta_spread_ms;
+  /// Of the paired rounds, how many there were and in how many this candidate was faster than
+  /// the region as it is: a sign test that outliers of either cannot sway (at two threads on a
+  /// shared machine, a quarter of ATen's rounds may take ten times the median).
+  std::optional<std::int64_t> rounds;
+  std::optional<std::int64_t> faster_rounds;
   bool identical_output = true;
   /// max |this - as is| over max |as is|, per exit, the largest; absent when bit-identical or
   /// unbounded (a NaN that was not there).
