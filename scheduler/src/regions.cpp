@@ -256,15 +256,13 @@ std::string regionList(std::vector<std::int64_t> ids) {
 
 } // namespace
 
-std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const formats::Cost& cost,
-                                         const SchedOptions& o, double floor_ms) {
-  // The input shapes of the profile, then of each profile at another shape.
-  std::vector<std::string> labels{inputShapes(p)};
-  if (o.other_shapes)
-    for (const formats::Profile& q : *o.other_shapes)
-      labels.push_back(inputShapes(q));
+namespace {
+
+// Each region's options: the candidates that may be chosen, or may but for the noise; the one
+// chosen on its own (before the neighbours are known).
+std::vector<Options> regionOptions(const formats::Profile& p, const SchedOptions& o,
+                                   double floor_ms, const std::vector<std::string>& labels) {
   const bool shapes = o.other_shapes && !o.other_shapes->empty();
-  // Each region's options: the candidates that may be chosen, or may but for the noise.
   std::vector<Options> all(p.regions.size());
   for (std::size_t r = 0; r < p.regions.size(); ++r) {
     const formats::Region& g = p.regions[r];
@@ -329,90 +327,107 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const format
       }
     }
   }
+  return all;
+}
+
+// The decision for region `g` of `p` and its reason, from its options.
+RegionVerdict verdictOf(const formats::Profile& p, const formats::Region& g, const Options& opts,
+                        const SchedOptions& o, const std::vector<std::string>& labels) {
+  const bool shapes = o.other_shapes && !o.other_shapes->empty();
+  RegionVerdict v;
+  Decision& d = v.decision;
+  d.action = Action::None;
+  d.setRegion(g.ref, g.candidates.front().traits());
+  d.anchor = g.ref.nodes.front();
+  if (const formats::Op* op = profileOpFor(p, d.anchor)) {
+    d.producer = op->id;
+    if (!op->outputs.empty())
+      d.value_id = op->outputs.front();
+  }
+  if (!g.entries.empty())
+    d.layout = g.entries.front();
+  const RegionCandidate& as_is = g.candidates.front();
+  const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
+  const std::string what =
+      linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
+             : std::to_string(g.ref.nodes.size()) + " ops, " + std::to_string(g.ref.convolutions) +
+                   " convolution(s)";
+  const std::string head = "region " + std::to_string(g.ref.id) + " (" + what + ")";
+  if (!p.model.frozen.value_or(false)) {
+    // The regions were measured on the model frozen; this plan is for the model as profiled,
+    // whose weights are attributes that a rewrite cannot re-lay once.
+    d.reason = head + " left as it is: the model was profiled unfrozen (profile it with xprof "
+                      "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights "
+                      "once)";
+    return v;
+  }
+  if (!g.note.empty() || !as_is.measured) {
+    d.reason = head + " not measured" + (g.note.empty() ? "" : ": " + g.note);
+    return v;
+  }
+  if (opts.chosen < 0) {
+    std::string why = opts.blocked_why;
+    d.reason = head + " left as it is" + (why.empty() ? ": no layout measured faster" : ": " + why);
+    return v;
+  }
+  const RegionOption& best = opts.options[static_cast<std::size_t>(opts.chosen)];
+  const std::string conversions = " measured with its " + std::to_string(g.entries.size()) +
+                                  " entry and " + std::to_string(g.exits.size()) +
+                                  " exit conversion(s) (";
+  d.action = Action::Sync;
+  d.setRegion(g.ref, best.c->traits());
+  if (shapes) {
+    d.holds_for = labels;
+    d.reason = head + " runs as " + best.c->name() + " at every shape profiled: " + best.per_shape +
+               conversions + pct(1 - std::exp(-best.score)) + " faster, geometric mean)";
+  } else {
+    d.reason = head + " runs as " + best.c->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
+               fmtMs(as_is.time_ms - best.gain) + conversions + pct(best.gain / as_is.time_ms) +
+               " faster, margin " + fmtMs(best.margin);
+    if (!best.rounds.empty()) {
+      d.reason += ": ";
+      d.reason += best.rounds;
+      d.reason += ", which outliers of either cannot sway; their spread alone would ask more";
+    }
+    d.reason += ")";
+    if (!best.shared_with.empty()) {
+      d.reason += best.clear ? "; " : "; within the noise on its own, but ";
+      d.reason += "its border(s) with region(s) ";
+      d.reason += regionList(best.shared_with);
+      d.reason += ", channels-last as well, convert nothing: ";
+      d.reason += fmtMs(2 * best.own_border_ms);
+      d.reason += " saved there (predicted)";
+    }
+  }
+  if (!best.c->identical_output && best.c->output_error) {
+    d.reason += "; outputs within " + fmtSci(*best.c->output_error) + " of their scale";
+    if (*best.c->output_error > o.tolerance && g.rounding_error && o.within_noise)
+      d.reason += ", within twice what one ulp of its inputs moves them (" +
+                  fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
+  }
+  // Its own border conversions are its to count (its neighbours count theirs).
+  v.gain = best.gain + best.own_border_ms;
+  d.predicted_saving_ms = v.gain;
+  return v;
+}
+
+} // namespace
+
+std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const formats::Cost& cost,
+                                         const SchedOptions& o, double floor_ms) {
+  // The input shapes of the profile, then of each profile at another shape.
+  std::vector<std::string> labels{inputShapes(p)};
+  if (o.other_shapes)
+    for (const formats::Profile& q : *o.other_shapes)
+      labels.push_back(inputShapes(q));
+  const bool shapes = o.other_shapes && !o.other_shapes->empty();
+  std::vector<Options> all = regionOptions(p, o, floor_ms, labels);
   if (!shapes)
     chooseWithNeighbours(p, costfit::CostPredictor(cost), all);
 
   std::vector<RegionVerdict> out;
-  for (std::size_t r = 0; r < p.regions.size(); ++r) {
-    const formats::Region& g = p.regions[r];
-    const Options& opts = all[r];
-    RegionVerdict v;
-    Decision& d = v.decision;
-    d.action = Action::None;
-    d.setRegion(g.ref, g.candidates.front().traits());
-    d.anchor = g.ref.nodes.front();
-    if (const formats::Op* op = profileOpFor(p, d.anchor)) {
-      d.producer = op->id;
-      if (!op->outputs.empty())
-        d.value_id = op->outputs.front();
-    }
-    if (!g.entries.empty())
-      d.layout = g.entries.front();
-    const RegionCandidate& as_is = g.candidates.front();
-    const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
-    const std::string what =
-        linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
-               : std::to_string(g.ref.nodes.size()) + " ops, " +
-                     std::to_string(g.ref.convolutions) + " convolution(s)";
-    const std::string head = "region " + std::to_string(g.ref.id) + " (" + what + ")";
-    if (!p.model.frozen.value_or(false)) {
-      // The regions were measured on the model frozen; this plan is for the model as profiled,
-      // whose weights are attributes that a rewrite cannot re-lay once.
-      d.reason = head + " left as it is: the model was profiled unfrozen (profile it with xprof "
-                        "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights "
-                        "once)";
-      out.push_back(std::move(v));
-      continue;
-    }
-    if (!g.note.empty() || !as_is.measured) {
-      d.reason = head + " not measured" + (g.note.empty() ? "" : ": " + g.note);
-      out.push_back(std::move(v));
-      continue;
-    }
-    if (opts.chosen < 0) {
-      std::string why = opts.blocked_why;
-      d.reason =
-          head + " left as it is" + (why.empty() ? ": no layout measured faster" : ": " + why);
-      out.push_back(std::move(v));
-      continue;
-    }
-    const RegionOption& best = opts.options[static_cast<std::size_t>(opts.chosen)];
-    const std::string conversions = " measured with its " + std::to_string(g.entries.size()) +
-                                    " entry and " + std::to_string(g.exits.size()) +
-                                    " exit conversion(s) (";
-    d.action = Action::Sync;
-    d.setRegion(g.ref, best.c->traits());
-    if (shapes) {
-      d.holds_for = labels;
-      d.reason = head + " runs as " + best.c->name() +
-                 " at every shape profiled: " + best.per_shape + conversions +
-                 pct(1 - std::exp(-best.score)) + " faster, geometric mean)";
-    } else {
-      d.reason = head + " runs as " + best.c->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
-                 fmtMs(as_is.time_ms - best.gain) + conversions + pct(best.gain / as_is.time_ms) +
-                 " faster, margin " + fmtMs(best.margin) +
-                 (best.rounds.empty() ? ")"
-                                      : ": " + best.rounds +
-                                            ", which outliers of either cannot "
-                                            "sway; their spread alone would ask "
-                                            "more)");
-      if (!best.shared_with.empty())
-        d.reason += (best.clear ? "; " : "; within the noise on its own, but ") +
-                    std::string("its border(s) with region(s) ") + regionList(best.shared_with) +
-                    ", channels-last as well, convert nothing: " + fmtMs(2 * best.own_border_ms) +
-                    " saved there (predicted)";
-    }
-    if (!best.c->identical_output && best.c->output_error) {
-      d.reason += "; outputs within " + fmtSci(*best.c->output_error) + " of their scale";
-      if (*best.c->output_error > o.tolerance && g.rounding_error && o.within_noise)
-        d.reason += ", within twice what one ulp of its inputs moves them (" +
-                    fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
-    }
-    // Its own border conversions are its to count (its neighbours count theirs).
-    v.gain = best.gain + best.own_border_ms;
-    d.predicted_saving_ms = v.gain;
-    out.push_back(std::move(v));
-  }
+  for (std::size_t r = 0; r < p.regions.size(); ++r)
+    out.push_back(verdictOf(p, p.regions[r], all[r], o, labels));
   return out;
 }
 
