@@ -31,6 +31,13 @@ def gm(values):
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
+def contenders(path):
+    """The contenders of one of python_peers.py's JSON files by name; {} when there is none."""
+    if not os.path.isfile(path):
+        return {}
+    return {c["name"]: c for c in json.load(open(path))["contenders"]}
+
+
 def rows_of(out_dirs):
     rows = []
     for out in out_dirs:
@@ -42,27 +49,19 @@ def rows_of(out_dirs):
             if not os.path.isdir(d):
                 continue
             entry = os.path.basename(os.path.normpath(d))
-            py = os.path.join(d, "python.json")
             base, _, batch = entry.rpartition("-b")
             if not base or not batch.isdigit():
                 base, batch = entry, "1"  # a sample: its own stored inputs
-            fresh = os.path.join(d, "processes.json")
+            python = contenders(os.path.join(d, "python.json"))
             # The same contenders at other thread counts (bench-peer's MORE_THREADS).
-            threads = {}
-            for e in sorted(os.listdir(d)):
-                more = os.path.join(d, e, "processes.json")
-                if e.startswith("threads") and e[7:].isdigit() and os.path.isfile(more):
-                    threads[int(e[7:])] = {c["name"]: c for c in json.load(open(more))["contenders"]}
-            if not os.path.isfile(py) and not threads:
+            threads = {int(e[7:]): contenders(os.path.join(d, e, "processes.json"))
+                       for e in sorted(os.listdir(d)) if e.startswith("threads") and e[7:].isdigit()}
+            threads = {t: c for t, c in threads.items() if c}
+            if not python and not threads:
                 continue
-            rows.append({
-                "model": base, "batch": int(batch),
-                "python": ({c["name"]: c for c in json.load(open(py))["contenders"]}
-                           if os.path.isfile(py) else {}),
-                "fresh": ({c["name"]: c for c in json.load(open(fresh))["contenders"]}
-                          if os.path.isfile(fresh) else {}),
-                "threads": threads,
-            })
+            rows.append({"model": base, "batch": int(batch), "python": python,
+                         "fresh": contenders(os.path.join(d, "processes.json")),
+                         "threads": threads})
     order = list(NAMES)
     rows.sort(key=lambda r: (r["batch"], order.index(r["model"]) if r["model"] in order else 99,
                              r["model"]))

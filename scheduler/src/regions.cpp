@@ -173,13 +173,17 @@ struct Options {
   int chosen = -1; // index into options; -1: as it is
 };
 
+// Whether the plan must hold at several input shapes (xsched --shape-profile).
+bool overShapes(const SchedOptions& o) {
+  return o.other_shapes && !o.other_shapes->empty();
+}
+
 bool sharesBorders(formats::LayoutTarget t) {
   return t == formats::LayoutTarget::ChannelsLast || t == formats::LayoutTarget::ChannelsLast3d;
 }
 
-// Regions next to each other: each feed (exit of `from` read by `to`), both ways, with the
-// conversion's predicted cost into the channels-last layout `target` (that of its way back
-// alike: both ends count one).
+// A region's neighbour across one feed (an exit of one read by the other), and the tensor that
+// crosses: what a conversion at that border would convert.
 struct Border {
   std::size_t other;
   const formats::Layout* value;
@@ -254,15 +258,11 @@ std::string regionList(std::vector<std::int64_t> ids) {
   return s;
 }
 
-} // namespace
-
-namespace {
-
 // Each region's options: the candidates that may be chosen, or may but for the noise; the one
 // chosen on its own (before the neighbours are known).
 std::vector<Options> regionOptions(const formats::Profile& p, const SchedOptions& o,
                                    double floor_ms, const std::vector<std::string>& labels) {
-  const bool shapes = o.other_shapes && !o.other_shapes->empty();
+  const bool shapes = overShapes(o);
   std::vector<Options> all(p.regions.size());
   for (std::size_t r = 0; r < p.regions.size(); ++r) {
     const formats::Region& g = p.regions[r];
@@ -333,7 +333,7 @@ std::vector<Options> regionOptions(const formats::Profile& p, const SchedOptions
 // The decision for region `g` of `p` and its reason, from its options.
 RegionVerdict verdictOf(const formats::Profile& p, const formats::Region& g, const Options& opts,
                         const SchedOptions& o, const std::vector<std::string>& labels) {
-  const bool shapes = o.other_shapes && !o.other_shapes->empty();
+  const bool shapes = overShapes(o);
   RegionVerdict v;
   Decision& d = v.decision;
   d.action = Action::None;
@@ -366,8 +366,8 @@ RegionVerdict verdictOf(const formats::Profile& p, const formats::Region& g, con
     return v;
   }
   if (opts.chosen < 0) {
-    std::string why = opts.blocked_why;
-    d.reason = head + " left as it is" + (why.empty() ? ": no layout measured faster" : ": " + why);
+    d.reason = head + " left as it is" +
+               (opts.blocked_why.empty() ? ": no layout measured faster" : ": " + opts.blocked_why);
     return v;
   }
   const RegionOption& best = opts.options[static_cast<std::size_t>(opts.chosen)];
@@ -420,9 +420,8 @@ std::vector<RegionVerdict> decideRegions(const formats::Profile& p, const format
   if (o.other_shapes)
     for (const formats::Profile& q : *o.other_shapes)
       labels.push_back(inputShapes(q));
-  const bool shapes = o.other_shapes && !o.other_shapes->empty();
   std::vector<Options> all = regionOptions(p, o, floor_ms, labels);
-  if (!shapes)
+  if (!overShapes(o))
     chooseWithNeighbours(p, costfit::CostPredictor(cost), all);
 
   std::vector<RegionVerdict> out;
