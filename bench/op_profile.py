@@ -2,6 +2,7 @@
 """Ours against ONNX Runtime op by op, on one model (what #37 asks before a kernel is changed).
 
     /usr/bin/python3 bench/op_profile.py MODEL.onnx OURS.pt [--shape 1x3x224x224] [--runs 100]
+                                         [--threads 1]
 
 ONNX Runtime's own profiler (bench/ort/profile.js: its session options as in the benchmark)
 gives its time per node; oneDNN's verbose mode (DNNL_VERBOSE=1) gives the time of each primitive
@@ -10,7 +11,8 @@ time per op type, ours per oneDNN primitive kind, and each convolution side by s
 order by its channels (ONNX Runtime pads them to blocks), input size, kernel, stride and
 groups), in microseconds a call. Time spent
 outside oneDNN in ours (ATen ops, the interpreter) is the rest of a call: compare the totals with
-the model's latency in `make bench-peer`. Run on one core: `taskset -c 1`.
+the model's latency in `make bench-peer`. Run on one core: `taskset -c 1`; at --threads N both
+run N intra-op threads (ours plans made at N: `THREADS=N`).
 """
 import argparse
 import collections
@@ -31,10 +33,10 @@ def die(message):
     sys.exit(2)
 
 
-def ort_profile(onnx, shape, runs, work):
+def ort_profile(onnx, shape, runs, work, threads):
     prefix = os.path.join(work, "ort")
     r = subprocess.run(["node", os.path.join(HERE, "ort", "profile.js"), onnx, str(runs + SKIP),
-                        "x".join(map(str, shape)), prefix], capture_output=True, text=True)
+                        "x".join(map(str, shape)), prefix, str(threads)], capture_output=True, text=True)
     if r.returncode != 0:
         die(f"ONNX Runtime: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     events = json.load(open(sorted(glob.glob(prefix + "*.json"))[-1]))
@@ -60,7 +62,7 @@ CHILD = r"""
 import sys, torch
 sys.path.insert(0, sys.argv[1])
 import xalloc
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[5]))
 m = xalloc.load(sys.argv[2])
 x = torch.rand(*[int(v) for v in sys.argv[3].split('x')])
 with torch.no_grad():
@@ -70,11 +72,11 @@ with torch.no_grad():
 """ % SKIP
 
 
-def ours_profile(ours, shape, runs):
-    env = dict(os.environ, DNNL_VERBOSE="1", OPENBLAS_NUM_THREADS="1")
+def ours_profile(ours, shape, runs, threads):
+    env = dict(os.environ, DNNL_VERBOSE="1", OPENBLAS_NUM_THREADS=str(threads))
     py = os.path.join(os.path.dirname(HERE), "build", "python")
     r = subprocess.run([sys.executable, "-c", CHILD, py, ours, "x".join(map(str, shape)),
-                        str(runs)], capture_output=True, text=True, env=env)
+                        str(runs), str(threads)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         die(f"ours: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     lines = r.stdout.split("XALLOC_MARK", 1)[-1].splitlines()
@@ -101,7 +103,10 @@ def main():
     p.add_argument("ours")
     p.add_argument("--shape", default="1x3x224x224")
     p.add_argument("--runs", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
+    if a.threads < 1:
+        die(f"--threads {a.threads}: want a count of 1 or more")
     for f in (a.onnx, a.ours):
         if not os.path.isfile(f):
             die(f"{f}: no such file")
@@ -110,8 +115,8 @@ def main():
     except ValueError:
         die(f"--shape {a.shape}: want sizes like 1x3x224x224")
     with tempfile.TemporaryDirectory() as work:
-        ort_types, ort_convs = ort_profile(a.onnx, shape, a.runs, work)
-    ours_kinds, ours_convs = ours_profile(a.ours, shape, a.runs)
+        ort_types, ort_convs = ort_profile(a.onnx, shape, a.runs, work, a.threads)
+    ours_kinds, ours_convs = ours_profile(a.ours, shape, a.runs, a.threads)
     print(f"ONNX Runtime, per op type (us a call; total {sum(ort_types.values()):.0f}):")
     for k, v in ort_types.most_common():
         print(f"  {k:<24} {v:9.1f}")

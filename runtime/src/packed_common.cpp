@@ -1,7 +1,9 @@
 // What the packed ops share: the post-ops by name and the ATen ops they stand for, the bound on
 // each op's cache of input shapes, and (with oneDNN) the engine, streams, post-ops, scratchpads and
 // weight packing of packed_dnnl.h.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -12,6 +14,9 @@
 
 #ifdef XALLOC_WITH_DNNL
 #include "packed_dnnl.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "silu_pass.h"
 #endif
 
@@ -26,6 +31,9 @@ constexpr std::pair<PostOp, const char*> kPostOps[] = {
     {PostOp::Tanh, "tanh"}};
 
 constexpr std::size_t kMaxCache = 4096;
+// A thread's share of a packed op: ~10 us of a small convolution's work at one thread, where
+// starting oneDNN's second thread (GNU OpenMP's team, 5-20 us on this 2-core VM) stops paying.
+constexpr std::size_t kWorkPerThread = 150000;
 std::atomic<std::size_t> g_cache_capacity{0}; // 0: not read from the environment yet
 } // namespace
 
@@ -53,6 +61,15 @@ std::optional<PostOp> postOpForAten(const std::string& kind) {
   if (k == "relu6" || k == "hardtanh" || k == "none")
     return std::nullopt; // relu6 is hardtanh(0, 6): the caller checks its bounds
   return parsePostOp(k);
+}
+
+int packedThreads(double multiply_adds, int threads) {
+  const auto per_thread = static_cast<double>(envCount(
+      "XALLOC_PACKED_WORK_PER_THREAD", kWorkPerThread, 0, std::size_t{1} << 40, "multiply-adds"));
+  const double most = std::max(threads, 1);
+  if (per_thread <= 0)
+    return static_cast<int>(most);
+  return static_cast<int>(std::clamp(std::floor(multiply_adds / per_thread), 1.0, most));
 }
 
 std::size_t packedCacheCapacity() {
@@ -169,6 +186,20 @@ dnnl::primitive_attr userScratchpad(PostOp p, bool residual) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
+
+#ifdef _OPENMP
+OmpThreads::OmpThreads(int n) : saved_(omp_get_max_threads()) {
+  if (n != saved_)
+    omp_set_num_threads(n);
+}
+OmpThreads::~OmpThreads() {
+  if (omp_get_max_threads() != saved_)
+    omp_set_num_threads(saved_);
+}
+#else
+OmpThreads::OmpThreads(int n) : saved_(n) {}
+OmpThreads::~OmpThreads() = default;
+#endif
 
 void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
              std::unordered_map<int, dnnl::memory> args) {

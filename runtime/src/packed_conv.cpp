@@ -120,6 +120,7 @@ struct PackedConv::Prepared {
   dnnl::convolution_forward primitive;
   dnnl::memory::desc src, dst, bias, scratch;
   std::shared_ptr<PackedWeights> weights;
+  int threads = 1; // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
@@ -138,6 +139,10 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
   const bool is3d = spatialDims() == 3;
   auto p = std::make_shared<Prepared>();
   p->output_sizes = convOutputSizes(x, *this);
+  const double flops = static_cast<double>(c10::multiply_integers(p->output_sizes)) *
+                       static_cast<double>(weight.numel() / oc);
+  p->threads = packedThreads(flops, at::get_num_threads());
+  const OmpThreads team(p->threads);
   const auto f32 = memory::data_type::f32;
   const auto act = is3d ? memory::format_tag::ndhwc : memory::format_tag::nhwc;
   p->src = memory::desc(x.sizes().vec(), f32, act);

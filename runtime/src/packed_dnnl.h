@@ -35,6 +35,18 @@ void finishPostOp(PostOp p, at::Tensor& out);
 /// Attributes for a primitive run with a scratchpad the caller passes, and the post-ops its
 /// kernel applies for `p` (kernelPostOp).
 dnnl::primitive_attr userScratchpad(PostOp p, bool residual = false);
+/// Sets the calling thread's OpenMP thread count (oneDNN reads it when a primitive is made and
+/// run) for its lifetime; a no-op without OpenMP.
+class OmpThreads {
+public:
+  explicit OmpThreads(int n);
+  ~OmpThreads();
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+private:
+  int saved_;
+};
 /// Runs `prim` with `args` and a scratchpad of the calling thread's, and waits.
 void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
              std::unordered_map<int, dnnl::memory> args);
@@ -70,6 +82,7 @@ void runPrepared(const Prepared& p, const at::Tensor& x, const at::Tensor& out,
       {DNNL_ARG_DST, dnnl::memory(p.dst, engine(), out.data_ptr())}};
   if (bias)
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), bias->data_ptr()));
+  const OmpThreads team(p.threads);
   execute(p.primitive, p.scratch, std::move(args));
 }
 

@@ -32,6 +32,7 @@ struct PackedLinear::Prepared {
   dnnl::inner_product_forward primitive;
   dnnl::memory::desc src, dst, bias, scratch;
   std::shared_ptr<PackedWeights> weights;
+  int threads = 1; // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
@@ -44,6 +45,9 @@ std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t
   using dnnl::memory;
   const std::int64_t out = weight.size(0), in = weight.size(1);
   auto p = std::make_shared<Prepared>();
+  p->threads = packedThreads(static_cast<double>(rows) * static_cast<double>(weight.numel()),
+                             at::get_num_threads());
+  const OmpThreads team(p->threads);
   const auto f32 = memory::data_type::f32;
   p->src = memory::desc({rows, in}, f32, memory::format_tag::nc);
   p->dst = memory::desc({rows, out}, f32, memory::format_tag::nc);

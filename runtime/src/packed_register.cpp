@@ -140,6 +140,9 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
           w->checkCalledAs(3, true);
           return w->runAdd(x, r);
         });
+  m.def("squeeze_excite(Tensor x, __torch__.torch.classes.xalloc.PackedConv reduce, "
+        "__torch__.torch.classes.xalloc.PackedConv expand) -> Tensor",
+        squeezeExcite);
   m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedLinear>& w) { return w->run(x); });
   m.def("attention_packed(Tensor query, Tensor key, Tensor value, "

@@ -152,6 +152,7 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
   }
   if (runtime) {
     shuffleChannelsInPlace(graph);
+    fuseSqueezeExcite(graph);
     channelListsChannelsLast(graph);
     packedConvsConvertEntries(graph);
     scopeActivations(graph);

@@ -63,6 +63,14 @@ std::size_t packedCacheCapacity();
 /// Sets it for packed ops made from now on (1 to 4096), for C++ callers and tests.
 void setPackedCacheCapacity(std::size_t shapes);
 
+/// How many of the caller's `threads` (at::get_num_threads()) a packed op of so many
+/// multiply-adds runs oneDNN on: one per `XALLOC_PACKED_WORK_PER_THREAD` of them (default
+/// 150000, ~10 us of a small convolution's work; 0: every thread), at least one, at most
+/// `threads`. Splitting work as ONNX Runtime's MLAS does by an op's cost: a 1x1 convolution of
+/// one pixel ran 2.5 us on one thread and 22 us on two. Chosen when a shape is prepared (the
+/// variable is read then); the result does not depend on it.
+int packedThreads(double multiply_adds, int threads);
+
 /// The ATen ops a post-op stands for, applied to y (what the rewritten graph replaced).
 at::Tensor applyPostOp(const at::Tensor& y, PostOp p);
 
@@ -148,6 +156,12 @@ private:
   std::vector<std::weak_ptr<PackedWeights>> weights_; // packed layouts in use by cached shapes
   SumBounds bounds_;
 };
+
+/// A squeeze-and-excitation block, `x * expand(reduce(adaptive_avg_pool2d(x, 1)))`, as one op
+/// (xalloc::squeeze_excite, squeeze_excite.cpp): the channel means and the scaling are the
+/// runtime's on a channels-last float input, the original ops on any other.
+at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                         const c10::intrusive_ptr<PackedConv>& expand);
 
 /// A linear (x W^T + b) with its weight packed for oneDNN's inner product, the activation after
 /// it fused: what a frozen linear's weight becomes when re-laid for oneDNN (the inputs stay

@@ -108,6 +108,13 @@ std::int64_t channelListsChannelsLast(torch::jit::Graph& graph);
 /// xprof times the fast form's channels-last candidates of a region it enters as it will come.
 bool concatenatesChannelsLastList(const torch::jit::Value* v);
 
+/// Each squeeze-and-excitation block whose two 1x1 convolutions are packed,
+/// `x * expand(reduce(adaptive_avg_pool2d(x, [1, 1])))` (either operand order, the pooling and
+/// the convolutions read by nothing else), made one xalloc::squeeze_excite(x, reduce, expand):
+/// the channel means, both convolutions and the scaling in one call. The region decisions run it
+/// after the fast form's regions. Returns how many.
+std::int64_t fuseSqueezeExcite(torch::jit::Graph& graph);
+
 /// Each `aten::contiguous(x, memory_format=torch.channels_last)` whose one reader is a packed
 /// convolution's input removed: the convolution converts x itself, with the runtime's kernels
 /// (faster than ATen's copy on a cold input, such as the model's NCHW input). The region

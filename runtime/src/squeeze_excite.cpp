@@ -1,0 +1,179 @@
+// xalloc::squeeze_excite: a squeeze-and-excitation block of a packed region as one op, as
+// xrewrite writes it (tspass::fuseSqueezeExcite): `x * expand(reduce(adaptive_avg_pool2d(x, 1)))`
+// with both 1x1 convolutions packed (their activations fused as post-ops: relu or SiLU, then
+// hardsigmoid or sigmoid). ATen ran the pooling as a channels-last mean (sum, divide, a copy
+// into channels-last) and the scaling as a broadcast mul: five ops and two intra-op parallel
+// regions for a few microseconds of work, 12% of MobileNetV3-Small's time at one thread and
+// more at two, where each region costs its threads' start; and each 1x1 convolution of one
+// pixel cost ~10 us of a packed call's set-up for under a microsecond of arithmetic. Here the
+// channel sums, the two convolutions (a matrix-vector product each, the bias added, then the
+// activation by ATen's op on the few values) and the scaling run in one call, the pooling and
+// the scaling on the caller's threads only when the work pays for them.
+//
+// Values: each convolution's output is its bias plus the products summed over the input
+// channels in one order, as any float convolution (not oneDNN's order: within the tolerance the
+// fast form is verified to, as its packed convolutions are); each channel's sum is a float sum over
+// its pixels (in blocks of 64, as ATen's cascade keeps its error small), divided by the pixel count
+// as ATen's mean does; the result is x times the scale, the one multiply ATen's mul makes (bit for
+// bit, given the scale). A sum that overflows is inf, NaN stays NaN, as in ATen's float sum.
+// Anything else (other dtypes, layouts or ranks, an input that wants gradients, an empty one) runs
+// the original ops: ATen's pooling, the packed convolutions, ATen's mul, with their errors.
+#include <algorithm>
+#include <cstdint>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include "packed_checks.h"
+#include "xalloc/runtime/packed.h"
+
+namespace xalloc::runtime {
+
+namespace {
+
+constexpr std::int64_t kBlock = 64; // pixels summed before their sum joins the total
+// Elements a thread's share is worth: on this 2-core VM a multiply over 40K floats took 3.2 us
+// on one thread and 8 on two (ATen's grain, 32K, splits it), 200K about the same, 1M 50 and 33.
+constexpr std::int64_t kGrain = 256 << 10;
+
+// Channels [c0, c1) of one image's `pixels` x `c` channels-last values summed into sum[c0..c1).
+__attribute__((target_clones("avx512f", "default"))) void
+channelSums(const float* x, std::int64_t pixels, std::int64_t c, std::int64_t c0, std::int64_t c1,
+            float* sum, float* block) {
+  std::fill(sum + c0, sum + c1, 0.f);
+  for (std::int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
+    const std::int64_t p1 = std::min(pixels, p0 + kBlock);
+    std::fill(block + c0, block + c1, 0.f);
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const float* row = x + p * c;
+      for (std::int64_t j = c0; j < c1; ++j)
+        block[j] += row[j];
+    }
+    for (std::int64_t j = c0; j < c1; ++j)
+      sum[j] += block[j];
+  }
+}
+
+// Pixels [p0, p1) of one image: out = x * s, channel by channel.
+__attribute__((target_clones("avx512f", "default"))) void
+scalePixels(const float* x, const float* s, float* out, std::int64_t c, std::int64_t p0,
+            std::int64_t p1) {
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const float* row = x + p * c;
+    float* o = out + p * c;
+    for (std::int64_t j = 0; j < c; ++j)
+      o[j] = s[j] * row[j];
+  }
+}
+
+// Rows [r0, r1) of w (rows x c, dense) times v, plus the bias (or nothing).
+__attribute__((target_clones("avx512f", "default"))) void matVec(const float* w, const float* v,
+                                                                 const float* bias, float* out,
+                                                                 std::int64_t c, std::int64_t r0,
+                                                                 std::int64_t r1) {
+  constexpr std::int64_t kLanes = 16; // partial sums a vector register holds
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* row = w + r * c;
+    float lanes[kLanes] = {};
+    std::int64_t j = 0;
+    for (; j + kLanes <= c; j += kLanes)
+      for (std::int64_t l = 0; l < kLanes; ++l)
+        lanes[l] += row[j + l] * v[j + l];
+    for (std::int64_t l = 0; j + l < c; ++l)
+      lanes[l] += row[j + l] * v[j + l];
+    float acc = 0.f;
+    for (float part : lanes)
+      acc += part;
+    out[r] = bias ? acc + bias[r] : acc;
+  }
+}
+
+// A packed 1x1 convolution this op computes itself: stride 1, no padding, one group, no
+// residual, its float weight dense.
+bool pointwise(const PackedConv& w, std::int64_t in_channels) {
+  const at::Tensor& k = w.weight;
+  return k.dim() == 4 && k.size(1) == in_channels && k.size(2) == 1 && k.size(3) == 1 &&
+         w.groups == 1 && !w.residual && k.scalar_type() == at::kFloat && k.is_contiguous() &&
+         (!w.bias || (w.bias->scalar_type() == at::kFloat && w.bias->is_contiguous() &&
+                      w.bias->numel() == k.size(0))) &&
+         std::all_of(w.stride.begin(), w.stride.end(), [](auto s) { return s == 1; }) &&
+         std::all_of(w.padding.begin(), w.padding.end(), [](auto p) { return p == 0; });
+}
+
+// The convolution `w` of the means m ([n, c, 1, 1]), its activation applied: [n, rows, 1, 1].
+at::Tensor convOfMeans(PackedConv& w, const at::Tensor& m) {
+  const std::int64_t n = m.size(0), c = m.size(1);
+  if (!pointwise(w, c))
+    return w.run(m);
+  const std::int64_t rows = w.weight.size(0);
+  at::Tensor out = at::empty({n, rows, 1, 1}, m.options());
+  const float* k = w.weight.data_ptr<float>();
+  const float* b = w.bias ? w.bias->data_ptr<float>() : nullptr;
+  const at::Tensor mc = m.contiguous();
+  for (std::int64_t i = 0; i < n; ++i)
+    matVec(k, mc.data_ptr<float>() + i * c, b, out.data_ptr<float>() + i * rows, c, 0, rows);
+  return applyPostOp(out, w.post);
+}
+
+// The mean over each image's pixels, [n, c, 1, 1] (its strides those of either layout).
+at::Tensor poolChannelsLast(const at::Tensor& x) {
+  const std::int64_t n = x.size(0), c = x.size(1), pixels = x.size(2) * x.size(3);
+  at::Tensor mean =
+      at::empty({n, c, 1, 1}, x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  at::Tensor block = at::empty({c}, x.options());
+  const float* in = x.data_ptr<float>();
+  float* m = mean.data_ptr<float>();
+  const auto count = static_cast<float>(pixels);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* img = in + i * pixels * c;
+    float* sum = m + i * c;
+    // Channels split between the threads in whole vectors: every split sums each channel in
+    // the same order, so any thread count gives the same mean.
+    const std::int64_t grain =
+        std::max<std::int64_t>(16, (kGrain / std::max<std::int64_t>(pixels, 1) + 15) / 16 * 16);
+    at::parallel_for(0, c, grain, [&](std::int64_t c0, std::int64_t c1) {
+      channelSums(img, pixels, c, c0, c1, sum, block.data_ptr<float>());
+    });
+    for (std::int64_t j = 0; j < c; ++j)
+      sum[j] /= count;
+  }
+  return mean;
+}
+
+at::Tensor scaleChannelsLast(const at::Tensor& x, const at::Tensor& scale) {
+  const std::int64_t n = x.size(0), c = x.size(1), pixels = x.size(2) * x.size(3);
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  const at::Tensor s = scale.contiguous();
+  const float* in = x.data_ptr<float>();
+  const float* sp = s.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const std::int64_t grain = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(c, 1));
+  for (std::int64_t i = 0; i < n; ++i)
+    at::parallel_for(0, pixels, grain, [&](std::int64_t p0, std::int64_t p1) {
+      scalePixels(in + i * pixels * c, sp + i * c, o + i * pixels * c, c, p0, p1);
+    });
+  return out;
+}
+
+bool takes(const at::Tensor& x) {
+  return x.dim() == 4 && x.layout() == at::kStrided && x.device().is_cpu() &&
+         x.scalar_type() == at::kFloat && !detail::wantsGradient(x) && x.numel() > 0 &&
+         !x.is_neg() && !x.is_conj() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+} // namespace
+
+at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                         const c10::intrusive_ptr<PackedConv>& expand) {
+  reduce->checkCalledAs(2, false);
+  expand->checkCalledAs(2, false);
+  if (!takes(x)) // the original ops, their results and errors
+    return at::mul(expand->run(reduce->run(at::adaptive_avg_pool2d(x, {1, 1}))), x);
+  const at::Tensor scale = convOfMeans(*expand, convOfMeans(*reduce, poolChannelsLast(x)));
+  if (scale.sizes() != at::IntArrayRef({x.size(0), x.size(1), 1, 1}) ||
+      scale.scalar_type() != at::kFloat)
+    return at::mul(scale, x); // a scale of other channels: ATen's broadcast and its error
+  return scaleChannelsLast(x, scale);
+}
+
+} // namespace xalloc::runtime
