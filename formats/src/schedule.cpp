@@ -213,6 +213,12 @@ json toJson(const Schedule& s) {
     j["summary"]["tolerance"] = *m.tolerance;
   if (m.measured_error)
     j["summary"]["measured_error"] = *m.measured_error;
+  if (!m.fusions.empty()) {
+    json fused = json::array();
+    for (const auto& f : m.fusions)
+      fused.push_back({{"name", f.name}, {"count", f.count}});
+    j["summary"]["fusions"] = fused;
+  }
   return j;
 }
 
@@ -267,6 +273,10 @@ Schedule readSchedule(const JsonReader& r) {
   }
   if (auto f = m.find("measured_error"))
     s.summary.measured_error = f->toNonNegative();
+  if (auto f = m.find("fusions"))
+    f->forEach([&](const JsonReader& e) {
+      s.summary.fusions.push_back({e.getString("name"), e.at("count").toCount()});
+    });
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include "xalloc/error.h"
 #include "xalloc/rewriter/tool.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/fusions.h"
 
 int main(int argc, char** argv) {
   xalloc::rewriter::XrewriteOptions o;
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
                  "use xalloc::contiguous_async, sync ones xalloc::contiguous (load "
                  "libxalloc_runtime.so to run the model); default: the form the schedule was "
                  "planned for (xsched --form), else portable");
+  app.add_option("--no-fusion", o.no_fusions,
+                 "a fast-form fusion not to run after the regions (repeatable): " +
+                     xalloc::tspass::fusionNames());
   app.add_option("--show", o.show,
                  "print the schedule stored in a rewritten model (for --method, where "
                  "several methods were rewritten) and exit");

@@ -17,6 +17,7 @@
 #include "xalloc/rewriter/cpp_rewrite.h"
 #include "xalloc/rewriter/text_diff.h"
 #include "xalloc/tool.h"
+#include "xalloc/tspass/fusions.h"
 #include "xalloc/tspass/model_warnings.h"
 
 namespace xalloc::rewriter {
@@ -214,6 +215,10 @@ int runXrewrite(const XrewriteOptions& o) {
   checkOutputPath(o.output); // before minutes of work, not after
   if (o.verify_runs < 1)
     throw InputError("xrewrite", "--verify-runs must be at least 1");
+  for (const std::string& f : o.no_fusions)
+    if (!tspass::findFusion(f))
+      throw InputError("xrewrite", "--no-fusion '" + f + "': no such fusion (the fusions are " +
+                                       tspass::fusionNames() + ")");
   bool from_stdin = inputIsStdin("xrewrite", o.schedule, "--schedule schedule.json");
   auto set = formats::DocumentSet::read(from_stdin ? "-" : o.schedule);
   const auto& doc = set.require(formats::DocKind::Schedule);

@@ -107,6 +107,34 @@ std::string diffLabel(const char* prefix, const std::string& path, const std::st
   return (path.empty() || path[0] == '/' ? "" : prefix) + path + "::" + method;
 }
 
+// The schedule as stored in the rewritten model: the fusions that ran after the regions, in its
+// summary; everything else as it was read.
+std::string withFusions(const std::string& schedule_text,
+                        const std::vector<tspass::FusionRun>& fusions) {
+  if (fusions.empty())
+    return schedule_text;
+  nlohmann::json j = nlohmann::json::parse(schedule_text);
+  j["summary"]["fusions"] = nlohmann::json::array();
+  for (const auto& f : fusions)
+    j["summary"]["fusions"].push_back({{"name", f.name}, {"count", f.count}});
+  return j.dump(2) + "\n";
+}
+
+// The fusions that ran, for the log: "squeeze_excite 9, channel_shuffle 0, ...".
+std::string fusionsNote(const std::vector<tspass::FusionRun>& fusions,
+                        const std::vector<std::string>& off) {
+  std::string s = "fusions after the regions: ";
+  for (std::size_t i = 0; i < fusions.size(); ++i)
+    s += (i ? ", " : "") + fusions[i].name + " " + std::to_string(fusions[i].count);
+  if (!off.empty()) {
+    s += " (switched off:";
+    for (const auto& f : off)
+      s += " " + f;
+    s += ")";
+  }
+  return s;
+}
+
 // The schedule as stored in the rewritten model: the tolerance it was verified at and the error
 // measured, in its summary; everything else as it was read.
 std::string withMeasuredError(const std::string& schedule_text, double tolerance, double error) {
@@ -269,8 +297,12 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
   std::vector<tspass::Renumbered> renumbered;
   tspass::restoreLinears(exposed, &renumbered);
   // Then the marked regions, each re-laid into the layout the schedule chose.
-  const tspass::ApplyReport regions = tspass::applyMarkedRegions(*graph, schedule, marked);
+  const tspass::ApplyReport regions = tspass::applyMarkedRegions(
+      *graph, schedule, marked, {o.no_fusions.begin(), o.no_fusions.end()});
   report.results.insert(report.results.end(), regions.results.begin(), regions.results.end());
+  if (!o.quiet && !regions.fusions.empty())
+    printNote(o.model, fusionsNote(regions.fusions, o.no_fusions));
+  const std::string stored = withFusions(schedule_text, regions.fusions);
   const std::string after = tspass::withOriginalNumbers(tspass::graphText(*graph), renumbered);
   reportResults(report, schedule, o.quiet);
 
@@ -291,7 +323,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
     return kExitOk; // --diff alone: a dry run
 
   auto extra = model.extra_files;
-  extra[tspass::scheduleFileFor(o.method)] = schedule_text;
+  extra[tspass::scheduleFileFor(o.method)] = stored;
   // Nothing changed (no decision applied, nothing frozen): the model as it was loaded, with its
   // methods and submodules, not the canonical form the rewrite works on (every method inlined);
   // only the schedule is stored with it. Its outputs are the original's by construction.
@@ -316,8 +348,7 @@ int rewriteTorchScript(const XrewriteOptions& o, const formats::Schedule& schedu
                                        verify.file, tolerance, froze, within_noise);
       if (v.problem.empty()) {
         // What was measured travels with the model: its stored schedule says it.
-        extra[tspass::scheduleFileFor(o.method)] =
-            withMeasuredError(schedule_text, tolerance, v.error);
+        extra[tspass::scheduleFileFor(o.method)] = withMeasuredError(stored, tolerance, v.error);
         bytes = tspass::modelBytes(model.module, extra, o.output);
       }
       if (v.problem.empty() && v.elements == 0)

@@ -84,6 +84,23 @@ PY
   same_outputs "$model" "$WORK/$cand.pt" >/dev/null || fail "$cand: rewritten outputs differ"
 done
 
+# The fusions after a packed region are recorded in the stored schedule, by name with their
+# counts (TinyCNN's squeeze-and-excitation block is one); one switched off by name does not run.
+shown_fusions() { xrewrite --show "$1" | python3 -c '
+import json, sys
+print(" ".join("%s=%d" % (f["name"], f["count"]) for f in json.load(sys.stdin)["summary"]["fusions"]))'; }
+fused=$(shown_fusions "$WORK/channels_last+packed.pt")
+[[ " $fused " == *" squeeze_excite=1 "* && " $fused " == *" activation_arena=1 "* ]] ||
+  fail "the stored schedule's fusions: '$fused'"
+xrewrite "$model" -s "$WORK/channels_last+packed.json" --freeze --no-fusion squeeze_excite \
+  -o "$WORK/no-se.pt" 2>"$WORK/no-se.log" || fail "--no-fusion: $(cat "$WORK/no-se.log")"
+grep -q "fusions after the regions: .*(switched off: squeeze_excite)" "$WORK/no-se.log" ||
+  fail "--no-fusion: no note: $(cat "$WORK/no-se.log")"
+fused=$(shown_fusions "$WORK/no-se.pt")
+[[ " $fused " != *" squeeze_excite="* && " $fused " == *" channel_shuffle=0 "* ]] ||
+  fail "--no-fusion squeeze_excite: the stored fusions are '$fused'"
+same_outputs "$model" "$WORK/no-se.pt" >/dev/null || fail "--no-fusion: rewritten outputs differ"
+
 # Not frozen: the region decision is skipped with the reason, nothing else changes.
 xrewrite "$model" -s "$WORK/forced.json" -o "$WORK/unfrozen.pt" 2>"$WORK/err.txt" >/dev/null ||
   fail "xrewrite unfrozen: $(cat "$WORK/err.txt")"

@@ -165,6 +165,16 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   js = toJson(s);
   EXPECT_EQ(scheduleFromJson(js, "s.json").summary.tolerance, 1e-4);
   EXPECT_EQ(scheduleFromJson(js, "s.json").summary.measured_error, 2.5e-7);
+  // The fusions a rewrite ran: absent until one ran, then each with its count, in order.
+  EXPECT_FALSE(js["summary"].contains("fusions"));
+  s.summary.fusions = {{"channel_shuffle", 0}, {"squeeze_excite", 9}};
+  js = toJson(s);
+  EXPECT_EQ(scheduleFromJson(js, "s.json").summary.fusions, s.summary.fusions);
+  EXPECT_EQ(toJson(scheduleFromJson(js, "s.json")), js);
+  js["summary"]["fusions"][1]["count"] = -1;
+  EXPECT_EQ(scheduleErrorWhere(js), "s.json: /summary/fusions/1/count");
+  s.summary.fusions.clear();
+  js = toJson(s);
   js["summary"]["tolerance"] = -1;
   EXPECT_THROW(scheduleFromJson(js, "s.json"), std::exception);
   s.summary.tolerance.reset();

@@ -6,6 +6,9 @@
 // choice by work.
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -15,7 +18,10 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/runtime/packed.h"
+#include "xalloc/tspass/fusions.h"
+#include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
+#include "xalloc/tspass/regions.h"
 #include "xalloc/tspass/rewrite.h"
 #include "xalloc/tspass/value_compare.h"
 
@@ -103,6 +109,42 @@ TEST(SqueezeExcite, APackedBlockBecomesOneOpWithTheUnfusedOutputs) {
   const c10::IValue fused_out = runGraph(f.graph, f.inputs);
   EXPECT_LE(tspass::maxRelativeError(unfused, fused_out), 1e-5);
   EXPECT_EQ(tspass::fuseSqueezeExcite(*f.graph), 0) << "nothing more";
+}
+
+// The fusions run by name after a fast-form region (fusions.h), each reported with its count;
+// one named off does not run.
+TEST(SqueezeExcite, TheFusionsRunByNameAndOneSwitchedOffDoesNot) {
+  std::set<std::string> names;
+  for (const tspass::Fusion& f : tspass::fusions())
+    EXPECT_TRUE(names.insert(f.name).second) << f.name << " twice";
+  EXPECT_TRUE(tspass::findFusion("squeeze_excite"));
+  EXPECT_FALSE(tspass::findFusion("squeeze-excite"));
+  if (!runtime::hasPackedConv())
+    GTEST_SKIP() << "runtime built without oneDNN";
+  for (const bool off : {false, true}) {
+    SCOPED_TRACE(off ? "squeeze_excite off" : "all on");
+    xalloc::testing::Frozen f = xalloc::testing::frozenSample("tinycnn");
+    const auto ranks = xalloc::testing::ranksOf(f);
+    tspass::GraphIndex index(*f.graph);
+    formats::Schedule s;
+    for (const tspass::LayoutRegion& r : tspass::findLayoutRegions(*f.graph, ranks))
+      if (r.rank == 4)
+        s.decisions.push_back(xalloc::testing::regionDecision(r, index, "channels_last+packed"));
+    ASSERT_FALSE(s.decisions.empty());
+    std::set<std::string> switched_off;
+    if (off)
+      switched_off.insert("squeeze_excite");
+    const tspass::ApplyReport r =
+        tspass::applyRegionDecisions(*f.graph, s, ranks, true, true, switched_off);
+    ASSERT_EQ(r.fusions.size(), tspass::fusions().size() - switched_off.size());
+    std::map<std::string, std::int64_t> ran;
+    for (const tspass::FusionRun& run : r.fusions)
+      ran[run.name] = run.count;
+    EXPECT_EQ(ran.count("squeeze_excite"), off ? 0u : 1u);
+    EXPECT_EQ(ran["activation_arena"], 1);
+    EXPECT_EQ(countNodes(*f.graph, "xalloc::squeeze_excite"), off ? 0u : 1u);
+    EXPECT_EQ(ran["squeeze_excite"], off ? 0 : 1); // off: absent, read as 0
+  }
 }
 
 TEST(SqueezeExcite, APooledValueSomethingElseReadsIsLeftAlone) {

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/error.h"
+#include "xalloc/tspass/fusions.h"
 #include "xalloc/tspass/graph_index.h"
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/regions.h"
@@ -113,7 +114,8 @@ MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Sched
 }
 
 ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
-                               const MarkedRegions& marked) {
+                               const MarkedRegions& marked,
+                               const std::set<std::string>& fusions_off) {
   // The marked ops of each decision, in graph order, and every mark cleared.
   // (An attention block's op sits in a branch: every block is searched, in graph order.)
   std::map<std::int64_t, LayoutRegion> by_decision;
@@ -150,21 +152,17 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
     report.results.push_back(std::move(r));
     runtime = runtime || (e.applied && candidateOf(d).needsRuntime());
   }
-  if (runtime) {
-    shuffleChannelsInPlace(graph);
-    fuseSqueezeExcite(graph);
-    channelListsChannelsLast(graph);
-    packedConvsConvertEntries(graph);
-    scopeActivations(graph);
-  }
+  if (runtime)
+    report.fusions = runFusions(graph, fusions_off);
   return report;
 }
 
 ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                  const std::vector<std::optional<int>>& input_ranks, bool frozen,
-                                 bool fast_form) {
+                                 bool fast_form, const std::set<std::string>& fusions_off) {
   return applyMarkedRegions(graph, schedule,
-                            markRegionDecisions(graph, schedule, input_ranks, frozen, fast_form));
+                            markRegionDecisions(graph, schedule, input_ranks, frozen, fast_form),
+                            fusions_off);
 }
 
 } // namespace xalloc::tspass

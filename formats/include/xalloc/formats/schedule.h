@@ -115,6 +115,15 @@ struct ScheduleSummary {
   /// The largest such error xrewrite measured between the rewritten and the original model (on
   /// the profile's inputs and fresh random ones): in the schedule stored in a rewritten model.
   std::optional<double> measured_error;
+  /// The fast form's fusions xrewrite ran after the regions (tspass/fusions.h), by name, with
+  /// how many places each rewrote (0: it ran and found none); those switched off
+  /// (`--no-fusion`) are absent: in the schedule stored in a rewritten model.
+  struct FusionCount {
+    std::string name;
+    std::int64_t count = 0;
+    bool operator==(const FusionCount& o) const { return name == o.name && count == o.count; }
+  };
+  std::vector<FusionCount> fusions;
 };
 
 struct Schedule {

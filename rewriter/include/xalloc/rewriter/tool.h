@@ -29,6 +29,9 @@ struct XrewriteOptions {
   /// xalloc::contiguous_async + aten::wait (the model then needs libxalloc_runtime.so loaded).
   /// None: the form the schedule was planned for (xsched --form), else portable.
   std::optional<formats::RewriteForm> form;
+  /// Fusions not to run after the fast form's regions (--no-fusion; names as tspass/fusions.h
+  /// lists them).
+  std::vector<std::string> no_fusions;
   std::string show; // print the schedule stored in this rewritten model and exit
   std::vector<std::string> input_shapes, input_dtypes, input_ranges;
   std::string input_file; // verify on these inputs (torch.save of a tensor, tuple or list)

@@ -6,10 +6,12 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "xalloc/formats/schedule.h"
+#include "xalloc/tspass/fusions.h"
 
 namespace torch::jit {
 struct Graph;
@@ -38,6 +40,9 @@ struct ApplyResult {
 
 struct ApplyReport {
   std::vector<ApplyResult> results;
+  /// The fusions that ran after the regions (fusions.h), with how many places each rewrote:
+  /// none when no region ran the runtime's ops.
+  std::vector<FusionRun> fusions;
   std::size_t count(ApplyStatus s) const;
   bool changed() const { return count(ApplyStatus::Applied) > 0; }
 };
@@ -59,10 +64,12 @@ ApplyReport applySchedule(const std::shared_ptr<torch::jit::Graph>& graph,
 /// target. `input_ranks`: the ranks of the method's inputs after self (what the regions were
 /// found with). `fast_form`: the runtime's ops may be written (packed and blocked regions);
 /// else those decisions are skipped. A graph that is not frozen skips them all (its weights are
-/// attributes, not constants that can be re-laid once).
+/// attributes, not constants that can be re-laid once). When a region applied runs the
+/// runtime's ops, the fusions run after the regions (fusions.h), all but those named in
+/// `fusions_off`.
 ApplyReport applyRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                  const std::vector<std::optional<int>>& input_ranks, bool frozen,
-                                 bool fast_form);
+                                 bool fast_form, const std::set<std::string>& fusions_off = {});
 
 /// applyRegionDecisions in two steps, for a graph that other edits change in between (xrewrite:
 /// the value decisions, which expose and restore linears and so renumber them): the regions are
@@ -77,7 +84,8 @@ MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Sched
                                   const std::vector<std::optional<int>>& input_ranks, bool frozen,
                                   bool fast_form);
 ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule& schedule,
-                               const MarkedRegions& marked);
+                               const MarkedRegions& marked,
+                               const std::set<std::string>& fusions_off = {});
 
 /// Brackets the graph with xalloc::activations_enter() first and xalloc::activations_exit()
 /// before its return, so the tensors it allocates come from the runtime's activation cache
