@@ -56,17 +56,6 @@ ApplyResult resultFor(const formats::Schedule& s, std::size_t i) {
 
 } // namespace
 
-bool scopeActivations(torch::jit::Graph& graph) {
-  const auto enter = c10::Symbol::fromQualString("xalloc::activations_enter");
-  const auto exit = c10::Symbol::fromQualString("xalloc::activations_exit");
-  for (const torch::jit::Node* n : graph.nodes())
-    if (n->kind() == enter)
-      return false;
-  graph.prependNode(graph.create(enter, 0));
-  graph.create(exit, 0)->insertBefore(graph.return_node());
-  return true;
-}
-
 MarkedRegions markRegionDecisions(torch::jit::Graph& graph, const formats::Schedule& schedule,
                                   const std::vector<std::optional<int>>& input_ranks, bool frozen,
                                   bool fast_form) {

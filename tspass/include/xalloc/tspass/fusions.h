@@ -2,8 +2,8 @@
 // each with a name (what `xrewrite --no-fusion` switches off and the stored schedule records),
 // listed here in the order they run. A fusion rewrites a pattern of ops across a region's border
 // or inside it into the runtime's ops; it never changes a layout decision (layouts are
-// region_layouts.h's). Adding one: its pass in a file of its own (rewrite.h declares them), a row
-// in fusions.cpp, a test.
+// region_layouts.h's). Adding one: its pass in a file of its own under tspass/src/fusions/ and a
+// row in fusions.def (CMake builds the file, the table lists it), and a test.
 #pragma once
 
 #include <cstdint>

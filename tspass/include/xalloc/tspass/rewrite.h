@@ -92,6 +92,8 @@ ApplyReport applyMarkedRegions(torch::jit::Graph& graph, const formats::Schedule
 /// (xalloc/runtime/activation_cache.h). The region decisions do it when a region they applied
 /// runs the runtime's ops. False when the graph has them already.
 bool scopeActivations(torch::jit::Graph& graph);
+/// scopeActivations as the `activation_arena` fusion (fusions.h): 1 when it bracketed the graph.
+std::int64_t bracketActivations(torch::jit::Graph& graph);
 
 /// Each channel shuffle written as ShuffleNet writes it (`x.view(b, g, c // g, h, w)`,
 /// `transpose(1, 2).contiguous()`, `view(b, -1, h, w)`) of a value a region converts back to
