@@ -57,9 +57,10 @@ inline Span windowSpan(std::int64_t start, std::int64_t k, std::int64_t d, std::
 
 // Output rows [begin, end) (a row: one image's output pixels at one height). Each output pixel
 // starts as its window's first channel vector and takes the maximum with the others, a NaN
-// taken (ATen: val > max || isnan(val)). One function, compiled for each instruction set, so the
-// choice is made once per task and the channel loops vectorize.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+// taken (ATen: val > max || isnan(val)). One function, compiled for AVX2 and the baseline, so
+// the choice is made once per task and the channel loops vectorize (with AVX-512F the caller
+// takes poolRowsAvx512 instead: an AVX-512 clone here would never run).
+__attribute__((target_clones("avx2", "default"))) void
 poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std::int64_t h,
          std::int64_t w, std::int64_t c, std::int64_t begin, std::int64_t end) {
   for (std::int64_t row = begin; row < end; ++row) {
