@@ -9,6 +9,8 @@
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/rewrite.h"
 
+#include "../layouts/edit.h"
+
 namespace xalloc::tspass {
 
 using torch::jit::Node;
@@ -111,10 +113,8 @@ std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph) {
     torch::jit::WithInsertPoint guard(s.last_view);
     Value* g = graph.insertConstant(s.groups);
     Node* shuffle =
-        graph.create(c10::Symbol::fromQualString("xalloc::channel_shuffle"), {s.source, g});
-    shuffle->insertBefore(s.last_view);
-    shuffle->setSourceRange(s.last_view->sourceRange());
-    shuffle->setScope(s.last_view->scope());
+        layouts::place(graph.create(layouts::sym("xalloc::channel_shuffle"), {s.source, g}),
+                       s.last_view, s.last_view);
     shuffle->output()->setType(s.last_view->output()->type());
     s.last_view->output()->replaceAllUsesWith(shuffle->output());
     for (Node* d : s.dead)

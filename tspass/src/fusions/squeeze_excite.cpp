@@ -3,11 +3,12 @@
 // pools, runs the two packed convolutions and scales in one call (runtime/src/squeeze_excite.cpp).
 #include <vector>
 
-#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/tspass/graph_utils.h"
 #include "xalloc/tspass/rewrite.h"
+
+#include "../layouts/edit.h"
 
 namespace xalloc::tspass {
 
@@ -15,19 +16,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 namespace {
-
-// `v` is [1, 1]: a constant list, or a list of two constant ones.
-bool isOneByOne(const Value* v) {
-  const Node* n = v->node();
-  if (hasKind(n, "prim::ListConstruct"))
-    return n->inputs().size() == 2 && constantInt(n->input(0)) == 1 &&
-           constantInt(n->input(1)) == 1;
-  const auto iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isIntList())
-    return false;
-  const auto l = iv->toIntVector();
-  return l == std::vector<std::int64_t>{1, 1};
-}
 
 // `v` is conv2d_packed(input, conv) read once (by the op being matched).
 Node* packedConvReadOnce(Value* v) {
@@ -58,7 +46,7 @@ std::optional<Block> matchBlock(Node* mul) {
       continue;
     Node* pool = reduce->input(0)->node();
     if (!hasKind(pool, "aten::adaptive_avg_pool2d") || pool->output()->uses().size() != 1 ||
-        pool->input(0) != x || !isOneByOne(pool->input(1)))
+        pool->input(0) != x || layouts::intList(pool->input(1)) != std::vector<std::int64_t>{1, 1})
       continue;
     std::vector<Node*> dead{mul, expand, reduce, pool};
     if (hasKind(pool->input(1)->node(), "prim::ListConstruct") &&
@@ -77,11 +65,9 @@ std::int64_t fuseSqueezeExcite(torch::jit::Graph& graph) {
     if (auto b = matchBlock(n))
       found.push_back(std::move(*b));
   for (Block& b : found) {
-    Node* se = graph.create(c10::Symbol::fromQualString("xalloc::squeeze_excite"),
-                            {b.x, b.reduce, b.expand});
-    se->insertBefore(b.mul);
-    se->setSourceRange(b.mul->sourceRange());
-    se->setScope(b.mul->scope());
+    Node* se = layouts::place(
+        graph.create(layouts::sym("xalloc::squeeze_excite"), {b.x, b.reduce, b.expand}), b.mul,
+        b.mul);
     se->output()->setType(b.mul->output()->type());
     b.mul->output()->replaceAllUsesWith(se->output());
     for (Node* d : b.dead)
