@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "xalloc/best_fit.h"
 #include "xalloc/formats/documents.h"
-#include "xalloc/memplan/best_fit.h"
 #include "xalloc/memplan/instances.h"
 #include "xalloc/memplan/plan_io.h"
 #include "xalloc/memplan/planner.h"

@@ -8,14 +8,14 @@ cd "$(dirname "$0")/.."
 
 # folder -> the parts its sources may include (xalloc/<part>/...; "common" is xalloc/*.h).
 # scheduler/ may include costfit/'s cost model (xalloc_costmodel), never xcost's tool.h.
-# runtime/ takes memplan/'s best-fit allocator alone (xalloc_best_fit: offsets, no documents).
+# runtime/ stands on common/ alone (the arena's best-fit allocator is common's, below memplan/).
 allowed='
 common: common
 formats: common formats
 memplan: common formats memplan
 costfit: common formats costfit
 scheduler: common formats costfit memplan scheduler
-runtime: common memplan runtime
+runtime: common runtime
 tspass: common formats tspass runtime
 cppsource: common formats cppsource
 profiler: common formats tspass runtime cppsource profiler

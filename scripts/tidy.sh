@@ -17,7 +17,7 @@ if [[ ! -f $build/compile_commands.json ]]; then
 fi
 cd "$root"
 files=(common/src/*.cpp formats/src/*.cpp memplan/src/*.cpp costfit/src/*.cpp scheduler/src/*.cpp
-  scheduler/src/rules/*.cpp runtime/src/{stats,log_stage,retry,simulated_device,stack,ledger}.cpp)
+  scheduler/src/rules/*.cpp runtime/alloc/{stats,log_stage,retry,simulated_device,stack,ledger}.cpp)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # Files whose preprocessed text, .clang-tidy and clang-tidy were all seen clean before are not

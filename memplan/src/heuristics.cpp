@@ -13,7 +13,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "xalloc/memplan/best_fit.h"
+#include "xalloc/best_fit.h"
 #include "xalloc/memplan/liveness.h"
 
 #include "placement.h"

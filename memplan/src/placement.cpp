@@ -12,7 +12,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "xalloc/memplan/best_fit.h"
+#include "xalloc/best_fit.h"
 #include "xalloc/memplan/liveness.h"
 
 namespace xalloc::memplan::detail {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "xalloc/best_fit.h"
 #include "xalloc/formats/json_reader.h"
-#include "xalloc/memplan/best_fit.h"
 
 namespace xalloc::memplan {
 

@@ -19,7 +19,7 @@
 #include "xalloc/runtime/output_alloc.h"
 #include "xalloc/runtime/worker_pool.h"
 
-#include "env_count.h"
+#include "xalloc/runtime/env_count.h"
 
 namespace xalloc::runtime {
 

@@ -43,8 +43,8 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "cuda_transpose.h"
-#include "env_count.h"
 #include "transpose.h"
+#include "xalloc/runtime/env_count.h"
 
 namespace xalloc::runtime::cuda {
 

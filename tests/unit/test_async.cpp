@@ -17,7 +17,7 @@
 
 #include "xalloc/runtime/async.h"
 
-#include "../../runtime/src/env_count.h"
+#include "xalloc/runtime/env_count.h"
 #include "xalloc/runtime/install.h"
 #include "xalloc/runtime/output_alloc.h"
 #include "xalloc/scheduler/decide.h"

@@ -1,4 +1,4 @@
-// The blocked regions' ops keep the op contract (runtime/src/blocked_ops.cpp,
+// The blocked regions' ops keep the op contract (runtime/kernels/blocked_ops.cpp,
 // docs/runtime-ops.md): relu (in place and not) and max pooling keep NaN where libtorch's MKLDNN
 // forms drop it, the activations are ATen's on channels padded to the block, and the region's
 // entry refuses an input that wants gradients.
@@ -16,7 +16,7 @@
 
 #include "xalloc/runtime/packed.h"
 
-#include "../../runtime/src/blocked_ops.h"
+#include "../../runtime/kernels/blocked_ops.h"
 
 using namespace xalloc::runtime;
 

@@ -1,4 +1,4 @@
-// The blocked regions' ops (runtime/src/blocked_ops.cpp) on an empty batch: a model called with
+// The blocked regions' ops (runtime/kernels/blocked_ops.cpp) on an empty batch: a model called with
 // no images gives an empty result, as the original does, not an error from reading an MKLDNN
 // buffer that an empty tensor does not have.
 #include <string>

@@ -10,7 +10,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "../../runtime/src/finite_scan.h"
+#include "../../runtime/kernels/finite_scan.h"
 
 using xalloc::runtime::anyNaN;
 using xalloc::runtime::FloatScan;

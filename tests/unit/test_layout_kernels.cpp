@@ -1,16 +1,18 @@
 // The runtime's layout kernels, which move elements only and so must give ATen's result bit for
 // bit, under its rules; built under ASan+UBSan too (`xalloc_asan_tests`):
-// - NCHW inputs made channels-last (runtime/src/channels_last.h), what a packed convolution does
+// - NCHW inputs made channels-last (runtime/kernels/channels_last.h), what a packed convolution
+// does
 //   with an input that is not channels-last: the input itself when it is channels-last already,
 //   ATen's own copy for what the kernels do not take;
-// - xalloc::channel_shuffle's two groups of channels-last floats (runtime/src/channel_shuffle.cpp).
+// - xalloc::channel_shuffle's two groups of channels-last floats
+// (runtime/kernels/channel_shuffle.cpp).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
-#include "../../runtime/src/channels_last.h"
+#include "../../runtime/kernels/channels_last.h"
 
 using xalloc::runtime::toChannelsLast;
 

@@ -1,4 +1,4 @@
-// xalloc::max_pool2d (runtime/src/pool_nhwc.cpp): ATen's max pooling of channels-last floats,
+// xalloc::max_pool2d (runtime/kernels/pool_nhwc.cpp): ATen's max pooling of channels-last floats,
 // bit for bit and NaN included, without the indices ATen computes and drops; every other input
 // (dtypes, layouts, gradients, arguments ATen refuses) is ATen's own op, errors and all.
 #include <cmath>

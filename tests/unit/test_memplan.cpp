@@ -5,12 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "xalloc/best_fit.h"
 #include "xalloc/error.h"
-#include "xalloc/memplan/best_fit.h"
 #include "xalloc/memplan/instances.h"
 #include "xalloc/memplan/liveness.h"
 #include "xalloc/memplan/planner.h"
 
+using namespace xalloc;
 using namespace xalloc::memplan;
 
 TEST(Memplan, PeakLiveBytes) {

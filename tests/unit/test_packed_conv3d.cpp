@@ -13,7 +13,7 @@
 
 #include "xalloc/runtime/packed.h"
 
-#include "../../runtime/src/channels_last.h"
+#include "../../runtime/kernels/channels_last.h"
 
 using namespace xalloc::runtime;
 

@@ -32,8 +32,8 @@
 
 #include "xalloc/runtime/packed.h"
 
-#include "../../runtime/src/blocked_ops.h"
-#include "../../runtime/src/cpu_features.h"
+#include "../../runtime/kernels/blocked_ops.h"
+#include "../../runtime/kernels/dispatch.h"
 #include "packed_cases.h"
 
 using namespace xalloc::runtime;
@@ -139,7 +139,8 @@ TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
       // That holds for oneDNN's AVX-512 kernels; with its AVX2 ones (an AMD EPYC without
       // AVX-512, session 28) the fused sum differs in the last bits: within the bound above.
       const std::string act = std::string(post).size() > 4 ? std::string(post).substr(4) : "none";
-      if (xalloc::runtime::hasAvx512f() && (act == "none" || act == "relu" || act == "relu6")) {
+      if (xalloc::runtime::cpuIsa() == xalloc::runtime::Isa::Avx512f &&
+          (act == "none" || act == "relu" || act == "relu6")) {
         auto plain = makeConv({"plain", 16, 32, 3, 1, 1, 1, "none"});
         EXPECT_TRUE(at::equal(got, applyPostOp(at::add(plain->run(x), r), *parsePostOp(act))))
             << channels_last;

@@ -13,7 +13,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include "../../runtime/src/silu_pass.h"
+#include "../../runtime/kernels/silu_pass.h"
 
 using xalloc::runtime::hasSiluPass;
 using xalloc::runtime::siluInPlace;

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "../../runtime/src/transpose.h"
+#include "../../runtime/kernels/transpose.h"
 
 using xalloc::runtime::Transpose;
 

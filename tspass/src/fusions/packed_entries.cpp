@@ -1,8 +1,8 @@
 // Entries the packed convolutions convert themselves (rewrite.h): an aten::contiguous to
 // channels-last (channels-last-3d) whose one reader is a packed 2-D (3-D) convolution's input goes,
-// and the convolution converts with the runtime's kernels (runtime/src/channels_last.h). A model's
-// NCHW input is the usual one: ATen's copy of a cold 1x3x224x224 input costs ~80 us a call on
-// AVX-512, the runtime's ~11.
+// and the convolution converts with the runtime's kernels (runtime/kernels/channels_last.h). A
+// model's NCHW input is the usual one: ATen's copy of a cold 1x3x224x224 input costs ~80 us a call
+// on AVX-512, the runtime's ~11.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 

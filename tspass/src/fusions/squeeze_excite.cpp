@@ -1,6 +1,7 @@
 // Squeeze-and-excitation blocks of a packed region made one xalloc::squeeze_excite (rewrite.h):
 // `x * expand(reduce(adaptive_avg_pool2d(x, 1)))`, both convolutions packed, becomes one op that
-// pools, runs the two packed convolutions and scales in one call (runtime/src/squeeze_excite.cpp).
+// pools, runs the two packed convolutions and scales in one call
+// (runtime/kernels/squeeze_excite.cpp).
 #include <vector>
 
 #include <torch/csrc/jit/ir/ir.h>

@@ -9,19 +9,17 @@
 
 #include <ATen/Parallel.h>
 
-#include "cpu_features.h"
+#include "dispatch.h"
 #include "transpose.h"
 
 namespace xalloc::runtime {
-
-namespace {
 
 #if defined(__x86_64__)
 // out[3k + j] = plane j's element k, for k in [0, n). Each 16 pixels of the three planes are 48
 // outputs: three registers, each two planes' elements picked by one permute and the third's
 // blended in by another.
-__attribute__((target("avx512f"))) void interleave3(const float* p0, const float* p1,
-                                                    const float* p2, float* out, std::int64_t n) {
+__attribute__((target("avx512f"))) void
+interleave3Avx512(const float* p0, const float* p1, const float* p2, float* out, std::int64_t n) {
   alignas(64) std::int32_t two[3][16];
   alignas(64) std::int32_t third[3][16];
   __mmask16 from_third[3] = {0, 0, 0};
@@ -55,8 +53,6 @@ __attribute__((target("avx512f"))) void interleave3(const float* p0, const float
 }
 #endif
 
-} // namespace
-
 at::Tensor toChannelsLast(const at::Tensor& x) {
   if (!x.defined() || (x.dim() != 4 && x.dim() != 5))
     return x.contiguous(at::MemoryFormat::ChannelsLast);
@@ -73,8 +69,7 @@ at::Tensor toChannelsLast(const at::Tensor& x) {
   const float* in = x.data_ptr<float>();
   float* o = out.data_ptr<float>();
   if (c == 3) {
-#if defined(__x86_64__)
-    if (hasAvx512f()) {
+    if (const auto interleave3 = cpuKernels().interleave3) {
       // Tasks of whole images' stretches: [image, pixels) in chunks of 4096 pixels.
       constexpr std::int64_t kChunk = 4096;
       const std::int64_t chunks = (hw + kChunk - 1) / kChunk;
@@ -88,7 +83,6 @@ at::Tensor toChannelsLast(const at::Tensor& x) {
       });
       return out;
     }
-#endif
     out.copy_(x);
     return out;
   }

@@ -1,12 +1,12 @@
 // BestFitAllocator: best fit with coalescing in O(log n).
-#include "xalloc/memplan/best_fit.h"
+#include "xalloc/best_fit.h"
 
 #include <algorithm>
 #include <map>
 
 #include "xalloc/error.h"
 
-namespace xalloc::memplan {
+namespace xalloc {
 
 std::int64_t alignUp(std::int64_t value, std::int64_t alignment) {
   if (alignment <= 1)
@@ -191,4 +191,4 @@ std::string BestFitAllocator::checkInvariants() const {
   return "";
 }
 
-} // namespace xalloc::memplan
+} // namespace xalloc

@@ -28,11 +28,11 @@
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
-#include "xalloc/memplan/best_fit.h"
+#include "xalloc/best_fit.h"
 #include "xalloc/torch_compat.h"
 
-#include "env_count.h"
 #include "raw_blocks.h"
+#include "xalloc/runtime/env_count.h"
 
 namespace xalloc::runtime {
 
@@ -56,7 +56,7 @@ ActivationCache::Header* headerOf(void* data) {
 
 struct ActivationCache::State {
   mutable std::mutex mu;
-  memplan::BestFitAllocator fit{static_cast<std::int64_t>(kAlign)};
+  BestFitAllocator fit{static_cast<std::int64_t>(kAlign)};
   char* base = nullptr;
   std::size_t reserved = 0;
   std::int64_t idle = 0; // free bytes whose pages may be resident

@@ -8,8 +8,8 @@
 
 #include <ATen/ATen.h>
 
-#include "env_count.h"
 #include "packed_checks.h"
+#include "xalloc/runtime/env_count.h"
 #include "xalloc/runtime/packed.h"
 
 #ifdef XALLOC_WITH_DNNL

@@ -22,7 +22,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "cpu_features.h"
+#include "dispatch.h"
 #include "packed_checks.h"
 
 namespace xalloc::runtime {
@@ -39,10 +39,6 @@ std::int64_t outputSize(std::int64_t in, std::int64_t k, std::int64_t pad, std::
   return out;
 }
 
-struct Pool2d {
-  std::int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
-};
-
 // The input positions [first, end) in steps of `d` that a window starting at `start` (stride *
 // output - padding) reads along one axis of `size`: the padding is never read.
 struct Span {
@@ -57,12 +53,12 @@ inline Span windowSpan(std::int64_t start, std::int64_t k, std::int64_t d, std::
 
 // Output rows [begin, end) (a row: one image's output pixels at one height). Each output pixel
 // starts as its window's first channel vector and takes the maximum with the others, a NaN
-// taken (ATen: val > max || isnan(val)). One function, compiled for AVX2 and the baseline, so
-// the choice is made once per task and the channel loops vectorize (with AVX-512F the caller
-// takes poolRowsAvx512 instead: an AVX-512 clone here would never run).
-__attribute__((target_clones("avx2", "default"))) void
-poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std::int64_t h,
-         std::int64_t w, std::int64_t c, std::int64_t begin, std::int64_t end) {
+// taken (ATen: val > max || isnan(val)). One body, compiled into the AVX2 and baseline variants
+// below, where the channel loops vectorize (with AVX-512F the table takes poolRowsAvx512).
+__attribute__((always_inline)) inline void poolRowsOf(const Pool2d& p, const float* __restrict in,
+                                                      float* __restrict out, std::int64_t h,
+                                                      std::int64_t w, std::int64_t c,
+                                                      std::int64_t begin, std::int64_t end) {
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t b = row / p.oh, y = row % p.oh;
     const auto [ih0, ih1] = windowSpan(y * p.sh - p.ph, p.kh, p.dh, h);
@@ -92,7 +88,25 @@ poolRows(const Pool2d& p, const float* __restrict in, float* __restrict out, std
   }
 }
 
+} // namespace
+
 #if defined(__x86_64__)
+__attribute__((target("avx2"))) void poolRowsAvx2(const Pool2d& p, const float* __restrict in,
+                                                  float* __restrict out, std::int64_t h,
+                                                  std::int64_t w, std::int64_t c,
+                                                  std::int64_t begin, std::int64_t end) {
+  poolRowsOf(p, in, out, h, w, c, begin, end);
+}
+#endif
+void poolRowsBase(const Pool2d& p, const float* __restrict in, float* __restrict out,
+                  std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t begin,
+                  std::int64_t end) {
+  poolRowsOf(p, in, out, h, w, c, begin, end);
+}
+
+#if defined(__x86_64__)
+namespace {
+
 // Up to 8 blocks of 16 channels of one output pixel, their running maxima in registers while the
 // window's pixels are read in order, each pixel's channels at once (as they lie in memory).
 template <int Blocks>
@@ -145,6 +159,8 @@ poolBlocks(const Pool2d& p, const float* __restrict in, float* __restrict dst, s
 // takes it, v > m ? v : m (MAXPS(v, m): an equal value or a signed zero keeps the earlier one);
 // channels whose window holds a NaN are done again one by one in ATen's order, so the NaN is
 // ATen's.
+} // namespace
+
 __attribute__((target("avx512f"))) void poolRowsAvx512(const Pool2d& p, const float* __restrict in,
                                                        float* __restrict out, std::int64_t h,
                                                        std::int64_t w, std::int64_t c,
@@ -177,6 +193,8 @@ __attribute__((target("avx512f"))) void poolRowsAvx512(const Pool2d& p, const fl
   }
 }
 #endif
+
+namespace {
 
 // The parameters when the fast path takes them (ATen's own checks passed the same way);
 // otherwise nothing, and ATen decides.
@@ -225,12 +243,8 @@ at::Tensor maxPool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRe
   // Rows of output pixels; a task of at least 32 KiB of input read.
   const std::int64_t grain =
       std::max<std::int64_t>(1, (32 << 10) / std::max<std::int64_t>(1, p->ow * c * 4 * p->kh));
-  const bool avx512 = hasAvx512f();
+  const auto poolRows = cpuKernels().poolRows;
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-#if defined(__x86_64__)
-    if (avx512)
-      return poolRowsAvx512(*p, in, o, h, w, c, begin, end);
-#endif
     poolRows(*p, in, o, h, w, c, begin, end);
   });
   return out;

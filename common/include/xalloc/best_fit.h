@@ -3,7 +3,7 @@
 // and end address (neighbours in O(1)), so alloc and free are O(log n) and a free merges with both
 // neighbours. When no block fits, the workspace grows at its end, extending a free tail block
 // rather than leaving a hole. Used by the static planner (replay) and by the runtime's activation
-// arena (runtime/src/activation_cache.cpp), which places real blocks at its offsets.
+// arena (runtime/alloc/activation_cache.cpp), which places real blocks at its offsets.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace xalloc::memplan {
+namespace xalloc {
 
 /// Rounds `value` up to a multiple of `alignment` (a power of two or any positive number).
 std::int64_t alignUp(std::int64_t value, std::int64_t alignment);
@@ -62,4 +62,4 @@ private:
   std::int64_t end_ = 0;
 };
 
-} // namespace xalloc::memplan
+} // namespace xalloc

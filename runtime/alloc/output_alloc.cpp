@@ -27,7 +27,7 @@
 
 #include "xalloc/torch_compat.h"
 
-#include "env_count.h"
+#include "xalloc/runtime/env_count.h"
 
 namespace xalloc::runtime {
 

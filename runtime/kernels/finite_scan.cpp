@@ -8,14 +8,17 @@
 
 #include <ATen/Parallel.h>
 
+#include "dispatch.h"
+
 namespace xalloc::runtime {
 
 namespace {
 constexpr std::uint32_t kAbsMask = 0x7fffffffu;
 constexpr std::uint32_t kInfBits = 0x7f800000u;
 
-__attribute__((target_clones("avx2", "default"))) std::uint32_t
-maxAbsBits(const std::uint32_t* bits, std::int64_t n) {
+// One body, compiled into each variant below (AVX2 and the baseline: kernels.def's maxAbsBits).
+__attribute__((always_inline)) inline std::uint32_t maxAbsBitsOf(const std::uint32_t* bits,
+                                                                 std::int64_t n) {
   std::uint32_t m = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint32_t a = bits[i] & kAbsMask;
@@ -25,6 +28,16 @@ maxAbsBits(const std::uint32_t* bits, std::int64_t n) {
 }
 } // namespace
 
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) std::uint32_t maxAbsBitsAvx2(const std::uint32_t* bits,
+                                                             std::int64_t n) {
+  return maxAbsBitsOf(bits, n);
+}
+#endif
+std::uint32_t maxAbsBitsBase(const std::uint32_t* bits, std::int64_t n) {
+  return maxAbsBitsOf(bits, n);
+}
+
 FloatScan scanFloats(const float* p, std::int64_t n) {
   FloatScan s;
   if (n <= 0)
@@ -33,6 +46,7 @@ FloatScan scanFloats(const float* p, std::int64_t n) {
   // 128 KiB: a maximum of integers is the same in any split.
   const auto* bits = reinterpret_cast<const std::uint32_t*>(p);
   constexpr std::int64_t kGrain = 1 << 15;
+  const auto maxAbsBits = cpuKernels().maxAbsBits;
   const std::uint32_t m = at::parallel_reduce(
       std::int64_t{0}, n, kGrain, std::uint32_t{0},
       [&](std::int64_t begin, std::int64_t end, std::uint32_t ident) {

@@ -24,6 +24,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "dispatch.h"
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
 
@@ -37,9 +38,10 @@ constexpr std::int64_t kBlock = 64; // pixels summed before their sum joins the 
 constexpr std::int64_t kGrain = 256 << 10;
 
 // Channels [c0, c1) of one image's `pixels` x `c` channels-last values summed into sum[c0..c1).
-__attribute__((target_clones("avx512f", "default"))) void
-channelSums(const float* x, std::int64_t pixels, std::int64_t c, std::int64_t c0, std::int64_t c1,
-            float* sum, float* block) {
+__attribute__((always_inline)) inline void channelSumsOf(const float* x, std::int64_t pixels,
+                                                         std::int64_t c, std::int64_t c0,
+                                                         std::int64_t c1, float* sum,
+                                                         float* block) {
   std::fill(sum + c0, sum + c1, 0.f);
   for (std::int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
     const std::int64_t p1 = std::min(pixels, p0 + kBlock);
@@ -55,9 +57,9 @@ channelSums(const float* x, std::int64_t pixels, std::int64_t c, std::int64_t c0
 }
 
 // Pixels [p0, p1) of one image: out = x * s, channel by channel.
-__attribute__((target_clones("avx512f", "default"))) void
-scalePixels(const float* x, const float* s, float* out, std::int64_t c, std::int64_t p0,
-            std::int64_t p1) {
+__attribute__((always_inline)) inline void scalePixelsOf(const float* x, const float* s, float* out,
+                                                         std::int64_t c, std::int64_t p0,
+                                                         std::int64_t p1) {
   for (std::int64_t p = p0; p < p1; ++p) {
     const float* row = x + p * c;
     float* o = out + p * c;
@@ -67,10 +69,9 @@ scalePixels(const float* x, const float* s, float* out, std::int64_t c, std::int
 }
 
 // Rows [r0, r1) of w (rows x c, dense) times v, plus the bias (or nothing).
-__attribute__((target_clones("avx512f", "default"))) void matVec(const float* w, const float* v,
-                                                                 const float* bias, float* out,
-                                                                 std::int64_t c, std::int64_t r0,
-                                                                 std::int64_t r1) {
+__attribute__((always_inline)) inline void matVecOf(const float* w, const float* v,
+                                                    const float* bias, float* out, std::int64_t c,
+                                                    std::int64_t r0, std::int64_t r1) {
   constexpr std::int64_t kLanes = 16; // partial sums a vector register holds
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* row = w + r * c;
@@ -87,6 +88,42 @@ __attribute__((target_clones("avx512f", "default"))) void matVec(const float* w,
     out[r] = bias ? acc + bias[r] : acc;
   }
 }
+
+} // namespace
+
+// The variants of kernels.def's rows (AVX-512F and the baseline), each the body above.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void channelSumsAvx512(const float* x, std::int64_t pixels,
+                                                          std::int64_t c, std::int64_t c0,
+                                                          std::int64_t c1, float* sum,
+                                                          float* block) {
+  channelSumsOf(x, pixels, c, c0, c1, sum, block);
+}
+__attribute__((target("avx512f"))) void scalePixelsAvx512(const float* x, const float* s,
+                                                          float* out, std::int64_t c,
+                                                          std::int64_t p0, std::int64_t p1) {
+  scalePixelsOf(x, s, out, c, p0, p1);
+}
+__attribute__((target("avx512f"))) void matVecAvx512(const float* w, const float* v,
+                                                     const float* bias, float* out, std::int64_t c,
+                                                     std::int64_t r0, std::int64_t r1) {
+  matVecOf(w, v, bias, out, c, r0, r1);
+}
+#endif
+void channelSumsBase(const float* x, std::int64_t pixels, std::int64_t c, std::int64_t c0,
+                     std::int64_t c1, float* sum, float* block) {
+  channelSumsOf(x, pixels, c, c0, c1, sum, block);
+}
+void scalePixelsBase(const float* x, const float* s, float* out, std::int64_t c, std::int64_t p0,
+                     std::int64_t p1) {
+  scalePixelsOf(x, s, out, c, p0, p1);
+}
+void matVecBase(const float* w, const float* v, const float* bias, float* out, std::int64_t c,
+                std::int64_t r0, std::int64_t r1) {
+  matVecOf(w, v, bias, out, c, r0, r1);
+}
+
+namespace {
 
 // A packed 1x1 convolution this op computes itself: stride 1, no padding, one group, no
 // residual, its float weight dense.
@@ -111,7 +148,8 @@ at::Tensor convOfMeans(PackedConv& w, const at::Tensor& m) {
   const float* b = w.bias ? w.bias->data_ptr<float>() : nullptr;
   const at::Tensor mc = m.contiguous();
   for (std::int64_t i = 0; i < n; ++i)
-    matVec(k, mc.data_ptr<float>() + i * c, b, out.data_ptr<float>() + i * rows, c, 0, rows);
+    cpuKernels().matVec(k, mc.data_ptr<float>() + i * c, b, out.data_ptr<float>() + i * rows, c, 0,
+                        rows);
   return applyPostOp(out, w.post);
 }
 
@@ -132,7 +170,7 @@ at::Tensor poolChannelsLast(const at::Tensor& x) {
     const std::int64_t grain =
         std::max<std::int64_t>(16, (kGrain / std::max<std::int64_t>(pixels, 1) + 15) / 16 * 16);
     at::parallel_for(0, c, grain, [&](std::int64_t c0, std::int64_t c1) {
-      channelSums(img, pixels, c, c0, c1, sum, block.data_ptr<float>());
+      cpuKernels().channelSums(img, pixels, c, c0, c1, sum, block.data_ptr<float>());
     });
     for (std::int64_t j = 0; j < c; ++j)
       sum[j] /= count;
@@ -150,7 +188,7 @@ at::Tensor scaleChannelsLast(const at::Tensor& x, const at::Tensor& scale) {
   const std::int64_t grain = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(c, 1));
   for (std::int64_t i = 0; i < n; ++i)
     at::parallel_for(0, pixels, grain, [&](std::int64_t p0, std::int64_t p1) {
-      scalePixels(in + i * pixels * c, sp + i * c, o + i * pixels * c, c, p0, p1);
+      cpuKernels().scalePixels(in + i * pixels * c, sp + i * c, o + i * pixels * c, c, p0, p1);
     });
   return out;
 }

@@ -1,10 +1,10 @@
 // SiLU in place in one AVX-512 pass (silu_pass.h).
 #include "silu_pass.h"
 
-#include "cpu_features.h"
-
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+
+#include "dispatch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -41,7 +41,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 expOfNegative(__
                                n); // p * 2^n: inf past the range, 0 (or a subnormal) below it
 }
 
-__attribute__((target("avx512f"))) void siluRange(float* p, std::int64_t n) {
+} // namespace
+
+__attribute__((target("avx512f"))) void siluRangeAvx512(float* p, std::int64_t n) {
   const __m512 one = _mm512_set1_ps(1.f);
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -55,26 +57,19 @@ __attribute__((target("avx512f"))) void siluRange(float* p, std::int64_t n) {
   }
 }
 
-} // namespace
+#endif
 
 void siluInPlace(float* p, std::int64_t n) {
-  TORCH_INTERNAL_ASSERT(hasSiluPass(), "xalloc: the SiLU pass needs AVX-512F");
+  const auto siluRange = cpuKernels().siluRange;
+  TORCH_INTERNAL_ASSERT(siluRange, "xalloc: the SiLU pass needs AVX-512F");
   constexpr std::int64_t kGrain = 1 << 15; // floats a task: 128 KiB
   at::parallel_for(0, n, kGrain, [&](std::int64_t begin, std::int64_t end) {
     siluRange(p + begin, end - begin);
   });
 }
 
-#else
-
-void siluInPlace(float*, std::int64_t) {
-  TORCH_INTERNAL_ASSERT(false, "xalloc: the SiLU pass needs AVX-512F");
-}
-
-#endif
-
 bool hasSiluPass() {
-  return hasAvx512f();
+  return cpuKernels().siluRange != nullptr;
 }
 
 } // namespace xalloc::runtime

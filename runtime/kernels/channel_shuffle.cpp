@@ -21,18 +21,16 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include "cpu_features.h"
+#include "dispatch.h"
 #include "packed_checks.h"
 
 namespace xalloc::runtime {
 
-namespace {
-
 #if defined(__x86_64__)
 // Pixels [begin, end) of `c` channels each: out[2j] = in[j], out[2j + 1] = in[c / 2 + j].
-__attribute__((target("avx512f"))) void interleaveHalves(const float* in, float* out,
-                                                         std::int64_t c, std::int64_t begin,
-                                                         std::int64_t end) {
+__attribute__((target("avx512f"))) void interleaveHalvesAvx512(const float* in, float* out,
+                                                               std::int64_t c, std::int64_t begin,
+                                                               std::int64_t end) {
   const std::int64_t half = c / 2;
   const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
@@ -62,11 +60,13 @@ __attribute__((target("avx512f"))) void interleaveHalves(const float* in, float*
 }
 #endif
 
+namespace {
+
 // Two groups of a dense channels-last float tensor, or an undefined tensor when the runtime's
 // kernel does not take it.
 at::Tensor shuffleTwoGroups(const at::Tensor& x) {
-#if defined(__x86_64__)
-  if (!hasAvx512f() || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
+  const auto interleaveHalves = cpuKernels().interleaveHalves;
+  if (!interleaveHalves || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
       !x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
       x.suggest_memory_format() != at::MemoryFormat::ChannelsLast || x.is_neg() || x.numel() == 0)
     return {};
@@ -80,10 +80,6 @@ at::Tensor shuffleTwoGroups(const at::Tensor& x) {
     interleaveHalves(in, o, c, begin, end);
   });
   return out;
-#else
-  (void)x;
-  return {};
-#endif
 }
 
 at::Tensor channelShuffle(const at::Tensor& x, std::int64_t groups) {
