@@ -7,7 +7,8 @@
 // original's gradients and the original's errors.
 //
 // Two groups of a channels-last float input (every ShuffleNetV2 shuffle) are the runtime's own:
-// each pixel's two halves interleaved with AVX-512 permutes. ATen's channels-last kernel copies
+// each pixel's two halves interleaved with AVX-512 permutes (elsewhere plain loops the compiler
+// vectorizes for AVX2 or the baseline). ATen's channels-last kernel copies
 // the channels one group slice at a time and took ~19 us a shuffle at batch 1, 11% of
 // ShuffleNetV2's time. A shuffle moves elements only, so the result is ATen's bit for bit.
 #include <algorithm>
@@ -59,6 +60,38 @@ __attribute__((target("avx512f"))) void interleaveHalvesAvx512(const float* in, 
   }
 }
 #endif
+
+namespace {
+// The same interleave as plain loops, which the compiler vectorizes (-O3) for each variant below:
+// AVX2 and the baseline, so a CPU without AVX-512 keeps the shuffle channels-last too.
+__attribute__((always_inline)) inline void interleaveHalvesOf(const float* __restrict in,
+                                                              float* __restrict out, std::int64_t c,
+                                                              std::int64_t begin,
+                                                              std::int64_t end) {
+  const std::int64_t half = c / 2;
+  for (std::int64_t p = begin; p < end; ++p) {
+    const float* __restrict a = in + p * c;
+    const float* __restrict b = a + half;
+    float* __restrict o = out + p * c;
+    for (std::int64_t j = 0; j < half; ++j) {
+      o[2 * j] = a[j];
+      o[2 * j + 1] = b[j];
+    }
+  }
+}
+} // namespace
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void interleaveHalvesAvx2(const float* in, float* out,
+                                                          std::int64_t c, std::int64_t begin,
+                                                          std::int64_t end) {
+  interleaveHalvesOf(in, out, c, begin, end);
+}
+#endif
+void interleaveHalvesBase(const float* in, float* out, std::int64_t c, std::int64_t begin,
+                          std::int64_t end) {
+  interleaveHalvesOf(in, out, c, begin, end);
+}
 
 namespace {
 

@@ -58,8 +58,8 @@ TEST(CpuDispatch, EachLevelTakesTheVariantsItRuns) {
   EXPECT_NE(base.channelSums, nullptr);
   EXPECT_NE(base.scalePixels, nullptr);
   EXPECT_NE(base.matVec, nullptr);
+  EXPECT_NE(base.interleaveHalves, nullptr);
   EXPECT_EQ(base.siluRange, nullptr);
-  EXPECT_EQ(base.interleaveHalves, nullptr);
   EXPECT_EQ(base.interleave3, nullptr);
   // A level above this CPU's is capped to it.
   EXPECT_EQ(kernelsFor(Isa::Avx512f).isa, cpuIsa());
@@ -118,6 +118,20 @@ TEST(CpuDispatch, EveryLevelScansTheSame) {
       const std::uint32_t want = kernelsFor(Isa::Baseline).maxAbsBits(bits, n);
       for (Isa isa : levels())
         EXPECT_EQ(kernelsFor(isa).maxAbsBits(bits, n), want) << isaName(isa) << " n=" << n;
+    }
+  }
+}
+
+TEST(CpuDispatch, EveryLevelShufflesAsAten) {
+  // ShuffleNetV2's two groups: channel counts with and without a whole vector of halves.
+  for (std::int64_t c : {2, 30, 58, 116}) {
+    const at::Tensor x = at::randn({2, c, 5, 3}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor want = at::channel_shuffle(x, 2);
+    const std::int64_t pixels = x.numel() / c;
+    for (Isa isa : levels()) {
+      at::Tensor out = at::empty_like(want, at::MemoryFormat::ChannelsLast);
+      kernelsFor(isa).interleaveHalves(x.data_ptr<float>(), out.data_ptr<float>(), c, 0, pixels);
+      EXPECT_TRUE(at::equal(out, want)) << isaName(isa) << " c=" << c;
     }
   }
 }
