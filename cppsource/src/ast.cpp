@@ -265,7 +265,25 @@ Found findByPosition(const Collector& c, const std::string& file, const std::str
     if (best.candidate)
       return best;
   }
-  return {};
+  // No call covers the column: GCC's line table for an instantiated function template puts the
+  // statement's column there (`auto y = x.permute(...)` at `y`). The one call on the anchor's line
+  // in its function that runs its op, if exactly one does.
+  if (a.function.empty() || a.op.empty())
+    return {};
+  const std::size_t line_begin = offsetOf(content, a.line, 1);
+  const std::size_t nl = content.find('\n', line_begin);
+  const std::size_t line_end = nl == std::string::npos ? content.size() : nl;
+  Found only;
+  int count = 0;
+  for (const auto& [key, list] : c.by_key_) {
+    if (std::get<0>(key) != file || !sameFunction(a.function, std::get<1>(key)))
+      continue;
+    for (const auto& cand : list)
+      if (cand.call && cand.begin >= line_begin && cand.begin < line_end &&
+          runsOp(cand.callee, a.op) && ++count == 1)
+        only = {&cand, &std::get<1>(key), &std::get<2>(key)};
+  }
+  return count == 1 ? only : Found{};
 }
 
 } // namespace xalloc::cppsource

@@ -2,6 +2,7 @@
 #include "xalloc/formats/anchor_match.h"
 
 #include <cctype>
+#include <string_view>
 
 namespace xalloc::formats {
 
@@ -25,12 +26,71 @@ std::string normaliseExpression(const std::string& text) {
   return out;
 }
 
+std::string withoutTemplateArguments(const std::string& name) {
+  // C++'s operator tokens, longest first: the name of `operator<<` is not an argument list.
+  static constexpr std::string_view kOperators[] = {
+      "<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "++",
+      "--",  "+=",  "-=",  "*=",  "/=", "%=", "^=", "&=", "|=", "->", "()", "[]", "<",
+      ">",   "=",   "+",   "-",   "*",  "/",  "%",  "^",  "&",  "|",  "~",  "!",  ","};
+  auto ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  std::string out;
+  out.reserve(name.size());
+  int depth = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (depth == 0 && name.compare(i, 8, "operator") == 0 && (i == 0 || !ident(name[i - 1])) &&
+        (i + 8 == name.size() || !ident(name[i + 8]))) {
+      std::size_t end = i + 8;
+      for (std::string_view op : kOperators)
+        if (name.compare(end, op.size(), op) == 0) {
+          end += op.size();
+          break;
+        }
+      out.append(name, i, end - i);
+      i = end - 1;
+      continue;
+    }
+    const char c = name[i];
+    if (c == '<') {
+      if (depth == 0 && !out.empty() && out.back() == ' ')
+        out.pop_back(); // "operator< <int>": the demangler's space before the arguments
+      ++depth;
+    } else if (c == '>' && depth > 0) {
+      --depth;
+    } else if (depth == 0) {
+      out += c;
+    }
+  }
+  return depth == 0 ? out : name; // unbalanced: not an argument list after all
+}
+
+std::string functionNameOnly(const std::string& name) {
+  const std::string n = withoutTemplateArguments(name);
+  // The last space outside parentheses ("(anonymous namespace)" has one) that does not follow
+  // `operator` ("operator new", "operator int") ends a return type.
+  int depth = 0;
+  std::size_t cut = std::string::npos;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (n[i] == '(')
+      ++depth;
+    else if (n[i] == ')' && depth > 0)
+      --depth;
+    else if (n[i] == ' ' && depth == 0 && !(i >= 8 && n.compare(i - 8, 8, "operator") == 0))
+      cut = i;
+  }
+  return cut == std::string::npos ? n : n.substr(cut + 1);
+}
+
 bool sameFunction(const std::string& anchor, const std::string& qualified) {
   if (anchor == qualified)
     return true;
-  return qualified.size() > anchor.size() &&
-         qualified.compare(qualified.size() - anchor.size(), anchor.size(), anchor) == 0 &&
-         qualified[qualified.size() - anchor.size() - 1] == ':';
+  const std::string a = functionNameOnly(anchor);
+  const std::string q = functionNameOnly(qualified);
+  if (a == q)
+    return true;
+  return q.size() > a.size() && q.compare(q.size() - a.size(), a.size(), a) == 0 &&
+         q[q.size() - a.size() - 1] == ':';
 }
 
 std::optional<std::size_t>

@@ -291,4 +291,41 @@ done
   grep -q '^+  auto v = x.transpose(0, 1).contiguous();' <(sed -n '/clean/,$p' writes.diff) ||
   fail "writes: only the clean function's view should be converted: $(cat writes.diff)"
 
+# A function template's sites: the debug information names an instantiation (the demangler's
+# "at::Tensor (anonymous namespace)::mix<double>", its return type and arguments included) and
+# puts the statement's column on the line, not the call's; Clang walks the template's pattern.
+# Both instantiations' decisions land on the one site in the source (the second "same site").
+cat >tmpl.cpp <<'CPP'
+#include <torch/torch.h>
+
+namespace {
+
+template <class Scale> torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& w) {
+  auto channels = x.transpose(0, 1);
+  return channels.matmul(w);
+}
+
+} // namespace
+
+torch::Tensor run(const torch::Tensor& x, const torch::Tensor& w) {
+  return mix<float>(x, w) + mix<double>(x, w);
+}
+CPP
+"$XALLOC_PYTHON" - schedule.json tmpl.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["decisions"][0]
+d["action"], d["target"] = "sync", "contiguous"
+s["decisions"] = []
+for name in ("at::Tensor (anonymous namespace)::mix<float>", "at::Tensor (anonymous namespace)::mix<double>"):
+    s["decisions"].append(dict(d, anchor={"file": "tmpl.cpp", "function": name, "expr": "",
+                                          "op": "aten::transpose", "ordinal": 0, "line": 6, "col": 8}))
+json.dump(s, open(sys.argv[2], "w"))
+PY
+xrewrite -s tmpl.json --cpp tmpl.cpp "${FLAGS[@]}" >tmpl.diff 2>tmpl.txt ||
+  fail "template: xrewrite failed: $(cat tmpl.txt)"
+grep -q '^+  auto channels = x.transpose(0, 1).contiguous();$' tmpl.diff ||
+  fail "template: the site in mix<float>/mix<double> was not converted: $(cat tmpl.txt)"
+grep -q 'xrewrite: 1 applied, 1 already applied, 0 not found' tmpl.txt || fail "template: $(cat tmpl.txt)"
+
 echo "cli.cpp: ok"

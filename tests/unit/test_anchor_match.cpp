@@ -27,3 +27,29 @@ TEST(AnchorMatch, ExpressionTextAndFunctionNames) {
   EXPECT_FALSE(sameFunction("forward", "Model::my_forward"));
   EXPECT_TRUE(sameFunction("", ""));
 }
+
+// The debug information names an instantiation ("mix<float>"); Clang's walk of the source names
+// the template's pattern ("mix"): the same function, where the rewrite edits.
+TEST(AnchorMatch, TemplateArgumentsAreNotCompared) {
+  EXPECT_EQ(withoutTemplateArguments("mix<float>"), "mix");
+  EXPECT_EQ(withoutTemplateArguments("ns::Net<std::vector<int>, 2>::run<at::Tensor>"),
+            "ns::Net::run");
+  EXPECT_EQ(withoutTemplateArguments("operator<<"), "operator<<");
+  EXPECT_EQ(withoutTemplateArguments("Vec::operator< <int>"), "Vec::operator<");
+  EXPECT_EQ(withoutTemplateArguments("Vec::operator-><float>"), "Vec::operator->");
+  EXPECT_EQ(withoutTemplateArguments("Vec::operator()"), "Vec::operator()");
+  EXPECT_EQ(withoutTemplateArguments("operator_helper<int>"), "operator_helper");
+  EXPECT_EQ(withoutTemplateArguments("broken<int"), "broken<int");
+  EXPECT_EQ(functionNameOnly("at::Tensor (anonymous namespace)::mix<double>"),
+            "(anonymous namespace)::mix");
+  EXPECT_EQ(functionNameOnly("std::vector<int, std::allocator<int> > ns::make<int>"), "ns::make");
+  EXPECT_EQ(functionNameOnly("Vec::operator int"), "Vec::operator int");
+  EXPECT_EQ(functionNameOnly("void* Pool::operator new"), "Pool::operator new");
+  EXPECT_TRUE(sameFunction("mix<float>", "mix"));
+  EXPECT_TRUE(
+      sameFunction("at::Tensor (anonymous namespace)::mix<double>", "(anonymous namespace)::mix"));
+  EXPECT_TRUE(sameFunction("Mixer<double>::forward<2>", "ns::Mixer::forward"));
+  EXPECT_TRUE(sameFunction("forward", "Mixer<double>::forward"));
+  EXPECT_FALSE(sameFunction("mix<float>", "remix"));
+  EXPECT_FALSE(sameFunction("Vec::operator<", "Vec::operator<<"));
+}

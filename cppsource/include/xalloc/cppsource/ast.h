@@ -210,7 +210,9 @@ private:
 
 // The smallest call of type at::Tensor whose text covers an anchor's line:col, preferably in
 // the anchor's function: compilers put a call's column on its name, its `(` or its `)`, and
-// each lies inside that call and outside every smaller one.
+// each lies inside that call and outside every smaller one. Where none covers it (a function
+// template's instantiation: the statement's column), the one call on the line running the
+// anchor's op in its function.
 struct Found {
   const Candidate* candidate = nullptr;
   const std::string* function = nullptr;

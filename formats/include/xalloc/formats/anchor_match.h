@@ -15,8 +15,20 @@ namespace xalloc::formats {
 /// ("return x", "a+b"); what an anchor's `expr` is compared by.
 std::string normaliseExpression(const std::string& text);
 
+/// A function's name without its template arguments, as Clang names the template's pattern:
+/// "mix<float>" is "mix", "Net<int>::run<2>" is "Net::run"; an operator keeps its characters
+/// ("operator<<", "operator< <int>" is "operator<"). Unbalanced brackets leave the name as it is.
+std::string withoutTemplateArguments(const std::string& name);
+
+/// A demangled function name as the source names the function: without template arguments, and
+/// without the return type the demangler prints for a template's instantiation
+/// ("at::Tensor (anonymous namespace)::mix<double>" is "(anonymous namespace)::mix").
+std::string functionNameOnly(const std::string& name);
+
 /// Whether an anchor's enclosing-function name and a qualified one agree: "forward" matches
-/// "Model::forward" (a suffix after "::"), and every name matches itself.
+/// "Model::forward" (a suffix after "::"), every name matches itself, and both are compared by
+/// functionNameOnly: the debug information's "mix<float>" (an instantiation, where the profile
+/// saw the call) is the source's function template "mix", where the rewrite edits it.
 bool sameFunction(const std::string& anchor, const std::string& qualified);
 
 /// The one tie-break among `count` places that match an anchor, in source order: its ordinal
