@@ -91,6 +91,8 @@ json toJson(const Decision& d) {
   j["input_anchor"] = d.input_anchor ? toJson(*d.input_anchor) : json(nullptr);
   j["layout"] = toJson(d.layout);
   j["reason"] = d.reason;
+  if (!d.rule.empty())
+    j["rule"] = d.rule;
   j["target"] = toString(d.target);
   if (d.region) {
     j["region"] = toJson(*d.region);
@@ -128,6 +130,7 @@ Decision readDecision(const JsonReader& r) {
   if (auto l = r.find("layout"))
     d.layout = readLayout(*l);
   d.reason = r.getString("reason", "");
+  d.rule = r.getString("rule", "");
   d.target = r.at("target").toEnum<LayoutTarget>();
   if (auto g = r.find("region")) {
     d.region = readRegionRef(*g);

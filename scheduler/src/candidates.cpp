@@ -75,12 +75,15 @@ void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& gr
       if (cands[i].decision.action != Action::None) {
         cands[i].decision.action = Action::None;
         cands[i].decision.reason = reason;
+        cands[i].rule = "one-edit";
       }
     return;
   }
   if (!idle || net > margin)
     for (std::size_t i : group) {
       Decision& d = cands[i].decision;
+      if (d.action != cands[i].edit)
+        cands[i].rule = "one-edit";
       d.action = cands[i].edit;
       d.reason +=
           "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";

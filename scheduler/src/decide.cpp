@@ -66,6 +66,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   // The per-site rules first decided alone; the solver's choice now overrides them.
   for (std::size_t i = 0; i < cands.size(); ++i) {
     Decision d = cands[i].decision;
+    d.rule = cands[i].rule;
     const std::size_t site = built.site_of[i];
     const Option& chosen =
         built.problem.sites[site].options[static_cast<std::size_t>(sol.choice[site])];
@@ -73,6 +74,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
     if (action == Action::Async) {
       const auto* w = findWindow(p, built.window_ids[static_cast<std::size_t>(chosen.window)]);
       d.action = Action::Async;
+      d.rule = "solver";
       d.window_id = w->id;
       d.predicted_cost_ms = cands[i].cost;
       d.reason = "saves " + fmtMs(cands[i].saving) + " in " + std::to_string(d.consumers.size()) +
@@ -82,6 +84,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
                  std::to_string(w->before_op_id) + ", " + fmtMs(w->duration_ms) + ")";
     } else if (action == Action::None && d.action != Action::None) {
       d.action = Action::None;
+      d.rule = o.memory_budget_bytes ? "memory-budget" : "solver";
       d.reason = o.memory_budget_bytes ? "dropped to stay within the memory budget"
                                        : "dropped by the solver";
     }
@@ -101,6 +104,7 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       d.action = Action::None;
       d.window_id.reset();
       d.fused_template_input.reset();
+      d.rule = "layout-region";
       d.reason = "inside layout region " + std::to_string(*region) +
                  ", which runs in another layout as a whole";
     }

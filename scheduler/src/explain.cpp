@@ -123,8 +123,8 @@ std::string explainSchedule(const formats::Schedule& s) {
     }
     out << paddedTail(sites[i], site_w) << " " << paddedExpression(expr, expr_w) << " "
         << padded(sizes[i], sizes_w) << " " << padded(formats::actionName(d.action), 7) << " "
-        << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  " << d.reason
-        << "\n";
+        << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  "
+        << (d.rule.empty() ? "" : "[" + d.rule + "] ") << d.reason << "\n";
   }
   const auto& m = s.summary;
   out << "predicted "

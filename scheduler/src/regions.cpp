@@ -337,6 +337,7 @@ RegionVerdict verdictOf(const formats::Profile& p, const formats::Region& g, con
   RegionVerdict v;
   Decision& d = v.decision;
   d.action = Action::None;
+  d.rule = "region";
   d.setRegion(g.ref, g.candidates.front().traits());
   d.anchor = g.ref.nodes.front();
   if (const formats::Op* op = profileOpFor(p, d.anchor)) {

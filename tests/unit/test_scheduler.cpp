@@ -3,6 +3,8 @@
 // conversions fused into their producers: test_scheduler_programs.cpp.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "xalloc/costfit/cost_model.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
@@ -330,4 +332,31 @@ TEST(Scheduler, AReshapeThatCopiesIsNamedAsTheConversion) {
   f.v().consumers = {Fixture::consumer(1, 0.01, 0.01), Fixture::consumer(2, 0.01, 0.01)};
   s = makeSchedule(f.p, f.cost);
   EXPECT_EQ(f.decisionFor(s, 10).reason, "its consumers are views, which read no data");
+}
+
+// Each decision records what decided it as data (the rule's id, not only its prose), and the
+// stored schedule keeps it.
+TEST(Scheduler, EachDecisionRecordsTheRuleThatDecidedIt) {
+  Fixture f;
+  Schedule s = makeSchedule(f.p, f.cost);
+  ASSERT_FALSE(s.decisions.empty());
+  std::set<std::string> rules;
+  for (const auto& d : s.decisions) {
+    EXPECT_FALSE(d.rule.empty()) << d.reason;
+    rules.insert(d.rule);
+    // The verdict's rule gives the action it names: convert syncs, remove removes.
+    if (d.rule == "convert") {
+      EXPECT_EQ(d.action, Action::Sync) << d.reason;
+    }
+    if (d.rule == "remove") {
+      EXPECT_EQ(d.action, Action::Remove) << d.reason;
+    }
+  }
+  EXPECT_TRUE(rules.count("convert") || rules.count("solver")) << "the fixture converts a value";
+  EXPECT_TRUE(rules.count("remove")) << "the fixture removes a conversion";
+  const Schedule back = scheduleFromJson(toJson(s), "schedule.json");
+  ASSERT_EQ(back.decisions.size(), s.decisions.size());
+  for (std::size_t i = 0; i < s.decisions.size(); ++i)
+    EXPECT_EQ(back.decisions[i].rule, s.decisions[i].rule);
+  EXPECT_NE(explainSchedule(s).find("[" + s.decisions[0].rule + "] "), std::string::npos);
 }

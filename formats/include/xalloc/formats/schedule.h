@@ -34,6 +34,12 @@ struct Decision {
   std::optional<Anchor> input_anchor; // remove: producer of the conversion's input
   Layout layout;
   std::string reason;
+  /// What decided it, as data: a rule of xsched's rules.def ("no-gain", "convert", ...), or
+  /// "one-edit" (the calls of one source expression decided together), "overlap" rules' ids,
+  /// "solver" (the plan's choice: async in a window, or dropped), "memory-budget",
+  /// "layout-region" (inside a region that runs in another layout), "region" (a region's own
+  /// decision). Empty in schedules written before it was recorded.
+  std::string rule;
   /// The layout a sync/async conversion makes (a region's: the memory format of the layout it
   /// runs in); for a value decision, row-major contiguous or channels-last.
   LayoutTarget target = LayoutTarget::Contiguous;
