@@ -349,3 +349,25 @@ TEST(SchedulerRegions, FasterInNearlyEveryRoundIsFasterWhateverTheOutliers) {
   doc["regions"][0]["candidates"][2]["faster_rounds"] = 16;
   EXPECT_THROW(profileFromJson(doc, "p.json"), std::exception);
 }
+
+// A region timed whole counts by that time in the prediction, not by its ops' per-op times
+// (which carry the hooks' cost and leave out what runs between ops): before and after are then
+// in the unit the region's gain was measured in.
+TEST(SchedulerRegions, ARegionTimedWholeCountsByThatTime) {
+  xalloc::testing::Fixture f = withRegion();
+  double ops = 0;
+  for (const auto& op : f.p.ops)
+    ops += op.duration_ms;
+  const double in_region = f.p.ops[1].duration_ms + f.p.ops[2].duration_ms;
+  ASSERT_GT(in_region, 0);
+  SchedOptions o;
+  o.form = RewriteForm::Fast;
+  const Schedule s = makeSchedule(f.p, f.cost, o);
+  EXPECT_NEAR(s.summary.predicted_time_before_ms, ops - in_region + 10.0, 1e-9);
+  EXPECT_LE(s.summary.predicted_time_after_ms, s.summary.predicted_time_before_ms - 5.0 + 1e-9);
+  EXPECT_GE(s.summary.predicted_time_after_ms, 0.0);
+  // A region that was not timed (a note says why) leaves its ops' times as they are.
+  f.p.regions[0].note = "not timed";
+  const Schedule untimed = makeSchedule(f.p, f.cost, o);
+  EXPECT_NEAR(untimed.summary.predicted_time_before_ms, ops, 1e-9);
+}
