@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <memory>
@@ -19,6 +22,8 @@
 
 #include "xalloc/error.h"
 #include "xalloc/io.h"
+
+#include "preamble.h"
 
 namespace xalloc::cppsource {
 
@@ -86,40 +91,64 @@ compilationDatabase(const std::string& build_dir, const std::vector<std::string>
 void parseFile(const tooling::CompilationDatabase& db, const std::string& f,
                const OnParsed& on_parsed) {
   const std::string path = canonical(f);
-  (void)readFile(f); // a clear error, in the name the user gave, for a missing file
+  const std::string content =
+      readFile(f); // a clear error, in the name the user gave, for a missing file
   std::string error;
   const std::string given = std::filesystem::absolute(f).lexically_normal().string();
   const OnAst with_name = [&](ASTContext& ctx) {
     on_parsed(ctx, given);
   };
-  Factory factory(with_name, error);
-  tooling::ClangTool tool(db, {path});
   // Compile commands written for GCC may carry warning flags Clang does not know, and -Werror
   // would make them fatal: warnings are not ours to judge here, only the parse.
-  tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-      {"-Wno-unknown-warning-option", "-Wno-error"}, tooling::ArgumentInsertPosition::END));
+  const std::vector<std::string> lenient = {"-Wno-unknown-warning-option", "-Wno-error"};
   std::string diagnostics;
-  llvm::raw_string_ostream diag_stream(diagnostics);
-  // The printer holds the options by reference count.
-  TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
-  tool.setDiagnosticConsumer(&printer);
-  tool.setPrintErrorMessage(false);
-  // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  const int null = ::open("/dev/null", O_WRONLY);
-  if (null >= 0)
-    ::dup2(null, 2);
-  const int rc = tool.run(&factory);
-  std::fflush(stderr);
-  if (saved >= 0) {
-    ::dup2(saved, 2);
-    ::close(saved);
-  }
-  if (null >= 0)
-    ::close(null);
-  if (rc != 0 || !error.empty()) {
+  // One parse, with the preamble's PCH loaded when there is one.
+  auto attempt = [&](const std::optional<std::string>& pch) {
+    error.clear();
+    diagnostics.clear();
+    Factory factory(with_name, error);
+    tooling::ClangTool tool(db, {path});
+    tool.appendArgumentsAdjuster(
+        tooling::getInsertArgumentAdjuster(lenient, tooling::ArgumentInsertPosition::END));
+    if (pch)
+      tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+          {"-include-pch", *pch}, tooling::ArgumentInsertPosition::BEGIN));
+    llvm::raw_string_ostream diag_stream(diagnostics);
+    // The printer holds the options by reference count.
+    TextDiagnosticPrinter printer(diag_stream, new DiagnosticOptions());
+    tool.setDiagnosticConsumer(&printer);
+    tool.setPrintErrorMessage(false);
+    // Clang also writes "N errors generated." to stderr itself; keep stderr to our one line.
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      ::dup2(null, 2);
+    const int rc = tool.run(&factory);
+    std::fflush(stderr);
+    if (saved >= 0) {
+      ::dup2(saved, 2);
+      ::close(saved);
+    }
+    if (null >= 0)
+      ::close(null);
     diag_stream.flush();
+    return rc == 0 && error.empty();
+  };
+  std::optional<std::string> pch;
+  if (const auto commands = db.getCompileCommands(path); !commands.empty())
+    pch = preamblePch(content, std::filesystem::path(path).parent_path().string(), commands.front(),
+                      lenient);
+  if (pch && !attempt(pch)) {
+    // The parse without it decides. A header changed since the PCH was built, or a PCH that
+    // does not fit, is dropped (Clang names it): the next parse builds it again.
+    if (diagnostics.find("precompiled") != std::string::npos ||
+        diagnostics.find("PCH") != std::string::npos ||
+        diagnostics.find("AST file") != std::string::npos)
+      forgetPch(*pch);
+    pch.reset();
+  }
+  if (!pch && !attempt(std::nullopt)) {
     std::string first = diagnostics.substr(0, diagnostics.find('\n'));
     throw InputError(f, "cannot parse: " + (first.empty() ? error : first));
   }

@@ -291,6 +291,29 @@ done
   grep -q '^+  auto v = x.transpose(0, 1).contiguous();' <(sed -n '/clean/,$p' writes.diff) ||
   fail "writes: only the clean function's view should be converted: $(cat writes.diff)"
 
+# The preamble's PCH (its leading system includes compiled once per compile command): cached in
+# XALLOC_PCH_DIR by the second parse (the first marks it seen), loaded by the next with the same
+# patch; a header changed
+# since is refused by Clang, the parse without it decides (the same patch) and the PCH is built
+# again; XALLOC_PCH=0 parses without one. (A fresh copy: input.cpp was patched in place above.)
+mkdir pchcase && cp -r "$src/input.cpp" "$src/mock" pchcase/
+pchdir="$WORK/pch"
+pch_patch() { (cd pchcase && xrewrite -s ../schedule.json --cpp input.cpp -q "${FLAGS[@]}" 2>"../$1.txt") >"$1.diff"; }
+XALLOC_PCH_DIR="$pchdir" pch_patch pch0 || fail "pch: $(cat pch0.txt)"
+compgen -G "$pchdir/*.pch" >/dev/null && fail "pch: a preamble seen once was built already"
+XALLOC_PCH_DIR="$pchdir" pch_patch pch1 || fail "pch: $(cat pch1.txt)"
+compgen -G "$pchdir/*.pch" >/dev/null || fail "pch: the second parse cached no PCH in $pchdir"
+XALLOC_PCH_DIR="$pchdir" pch_patch pch2 || fail "pch: $(cat pch2.txt)"
+cmp -s patch.diff pch0.diff && cmp -s patch.diff pch1.diff && cmp -s patch.diff pch2.diff ||
+  fail "pch: the patch differs with a PCH"
+echo "// a line added to the header after the PCH was built" >>pchcase/mock/torch/torch.h
+XALLOC_PCH_DIR="$pchdir" pch_patch pch3 || fail "pch: a changed header broke the parse: $(cat pch3.txt)"
+cmp -s patch.diff pch3.diff || fail "pch: the patch differs after the header changed"
+XALLOC_PCH_DIR="$pchdir" pch_patch pch4 || fail "pch: $(cat pch4.txt)"
+cmp -s patch.diff pch4.diff || fail "pch: the rebuilt PCH gives another patch"
+XALLOC_PCH=0 XALLOC_PCH_DIR="$WORK/nopch" pch_patch pch5 || fail "pch: $(cat pch5.txt)"
+cmp -s patch.diff pch5.diff && [[ ! -e "$WORK/nopch" ]] || fail "pch: XALLOC_PCH=0 still cached one"
+
 # A function template's sites: the debug information names an instantiation (the demangler's
 # "at::Tensor (anonymous namespace)::mix<double>", its return type and arguments included) and
 # puts the statement's column on the line, not the call's; Clang walks the template's pattern.

@@ -107,6 +107,15 @@ public:
           return true;
     return false;
   }
+  /// The translation unit's own declarations: those a precompiled preamble holds are not read
+  /// in (the system headers' functions are never a target; reading them all back would cost
+  /// what the preamble saved).
+  bool TraverseTranslationUnitDecl(TranslationUnitDecl* tu) {
+    for (Decl* d : tu->noload_decls())
+      if (!TraverseDecl(d))
+        return false;
+    return true;
+  }
   bool TraverseFunctionDecl(FunctionDecl* f) { return traverseFunction(f); }
   bool TraverseCXXMethodDecl(CXXMethodDecl* f) { return traverseFunction(f); }
   bool TraverseCXXConstructorDecl(CXXConstructorDecl* f) { return traverseFunction(f); }
