@@ -17,6 +17,7 @@
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/Tooling.h>
 
+#include "xalloc/error.h"
 #include "xalloc/io.h"
 
 namespace xalloc::cppsource {
@@ -35,8 +36,13 @@ std::string trimmed(const std::string& line) {
 
 // The cache folder, or empty when caching is off.
 fs::path cacheDir() {
-  if (const char* off = std::getenv("XALLOC_PCH"); off && std::string(off) == "0")
-    return {};
+  if (const char* on = std::getenv("XALLOC_PCH"); on && *on) {
+    const std::string v = on;
+    if (v != "0" && v != "1")
+      throw InputError("XALLOC_PCH", "'" + v + "': expected 0 (no precompiled preambles) or 1");
+    if (v == "0")
+      return {};
+  }
   if (const char* d = std::getenv("XALLOC_PCH_DIR"); d && *d)
     return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -52,14 +58,16 @@ std::uintmax_t cacheLimitBytes() {
     char* end = nullptr;
     errno = 0;
     const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end == '\0' && errno == 0 && *v != '-')
-      mb = n;
+    if (*end != '\0' || errno != 0 || *v == '-' || *v == '+' || *v == ' ' || n > (1ull << 30))
+      throw InputError("XALLOC_PCH_CACHE_MB",
+                       "'" + std::string(v) + "': expected a whole number of MiB from 0 to 2^30");
+    mb = n;
   }
   return mb << 20;
 }
 
 // The PCHs of the folder beyond its limit, the least recently used first, removed.
-void trim(const fs::path& dir) {
+void trim(const fs::path& dir, std::uintmax_t limit) {
   std::error_code ec;
   std::vector<std::pair<fs::file_time_type, fs::path>> pchs;
   std::uintmax_t total = 0;
@@ -73,7 +81,6 @@ void trim(const fs::path& dir) {
     pchs.emplace_back(e.last_write_time(ec), e.path());
   }
   std::sort(pchs.begin(), pchs.end());
-  const std::uintmax_t limit = cacheLimitBytes();
   for (const auto& [when, path] : pchs) {
     if (total <= limit)
       break;
@@ -227,8 +234,10 @@ std::string preambleOf(const std::string& content, const std::string& folder) {
 std::optional<std::string> preamblePch(const std::string& content, const std::string& folder,
                                        const tooling::CompileCommand& cmd,
                                        const std::vector<std::string>& extra) {
-  const std::string preamble = preambleOf(content, folder);
+  // The variables first: a bad value is an error on every run, not only on the one that builds.
   const fs::path dir = cacheDir();
+  const std::uintmax_t limit = cacheLimitBytes();
+  const std::string preamble = preambleOf(content, folder);
   if (preamble.empty() || dir.empty())
     return std::nullopt;
   std::vector<std::string> flags = flagsOf(cmd);
@@ -295,7 +304,7 @@ std::optional<std::string> preamblePch(const std::string& content, const std::st
     fs::remove(tmp_pch, ec);
     return std::nullopt;
   }
-  trim(dir);
+  trim(dir, limit);
   return fs::exists(pch, ec) ? std::optional<std::string>(pch.string()) : std::nullopt;
 }
 

@@ -313,6 +313,8 @@ XALLOC_PCH_DIR="$pchdir" pch_patch pch4 || fail "pch: $(cat pch4.txt)"
 cmp -s patch.diff pch4.diff || fail "pch: the rebuilt PCH gives another patch"
 XALLOC_PCH=0 XALLOC_PCH_DIR="$WORK/nopch" pch_patch pch5 || fail "pch: $(cat pch5.txt)"
 cmp -s patch.diff pch5.diff && [[ ! -e "$WORK/nopch" ]] || fail "pch: XALLOC_PCH=0 still cached one"
+XALLOC_PCH=yes expect_error 2 "^XALLOC_PCH: error: 'yes': expected 0" -- xrewrite -s schedule.json --cpp input.cpp "${FLAGS[@]}"
+XALLOC_PCH_CACHE_MB=1G expect_error 2 "^XALLOC_PCH_CACHE_MB: error: '1G': expected a whole number" -- xrewrite -s schedule.json --cpp input.cpp "${FLAGS[@]}"
 
 # A function template's sites: the debug information names an instantiation (the demangler's
 # "at::Tensor (anonymous namespace)::mix<double>", its return type and arguments included) and
