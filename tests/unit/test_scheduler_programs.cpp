@@ -40,6 +40,11 @@ TEST(Scheduler, AProgramsSiteInsideLibtorchStaysNoneAndSaysWhy) {
   EXPECT_NEAR(s.summary.predicted_time_after_ms, s.summary.predicted_time_before_ms, 1e-12);
   const std::string text = explainSchedule(s);
   EXPECT_NE(text.find("net.cpp:14             aten::transpose"), std::string::npos) << text;
+  // A program's prediction says what it covers: the call sites timed, not the program's run.
+  EXPECT_NE(text.find("predicted for the " + std::to_string(s.ops.size()) +
+                      " call sites timed in the profiled run (not the whole run) "),
+            std::string::npos)
+      << text;
 
   // The same sites with anchors are converted and removed as usual; a TorchScript model's ops
   // are graph nodes, reachable with or without an anchor.
