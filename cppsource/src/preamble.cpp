@@ -103,11 +103,10 @@ bool relativePaths(const std::vector<std::string>& flags) {
     for (const char* opt : kSeparate)
       if (f == opt && i + 1 < flags.size() && relative(flags[i + 1]))
         return true;
+    // Joined: the path after the option's own letters (no other flag starts with these).
     for (const char* opt : {"-I", "-F", "-isystem", "-iquote", "--sysroot="})
       if (f.size() > std::strlen(opt) && f.rfind(opt, 0) == 0 &&
-          relative(f.substr(std::strlen(opt))) && f != "-include" && f != "-imacros" &&
-          f != "-idirafter" && f != "-iquote" && f != "-isystem" && f != "-isysroot" &&
-          f != "-iprefix" && f != "-iwithprefix")
+          relative(f.substr(std::strlen(opt))))
         return true;
   }
   return false;
@@ -163,7 +162,8 @@ namespace {
 // `#include <...>`: the text up to its last such include, and the first line after them.
 struct Leading {
   std::string text;
-  std::string stop; // the line that ended them ("" at the end of the file)
+  std::string includes; // its `#include <...>` lines alone, one a line
+  std::string stop;     // the line that ended them ("" at the end of the file)
 };
 
 Leading leadingIncludes(const std::string& content) {
@@ -175,6 +175,7 @@ Leading leadingIncludes(const std::string& content) {
     const std::string line = trimmed(content.substr(pos, next - pos));
     if (line.rfind("#include <", 0) == 0) {
       end = next;
+      out.includes += line + "\n";
     } else if (!line.empty() && line.rfind("//", 0) != 0 && line != "#pragma once") {
       out.stop = line;
       break;
@@ -209,16 +210,7 @@ std::string preambleOf(const std::string& content, const std::string& folder) {
       std::error_code ec;
       if (fs::is_regular_file(header, ec)) {
         try {
-          const Leading own = leadingIncludes(readFile(header.string()));
-          std::size_t pos = 0;
-          while (pos < own.text.size()) {
-            const std::size_t nl = own.text.find('\n', pos);
-            const std::size_t next = nl == std::string::npos ? own.text.size() : nl + 1;
-            const std::string line = trimmed(own.text.substr(pos, next - pos));
-            if (line.rfind("#include <", 0) == 0)
-              text += line + "\n";
-            pos = next;
-          }
+          text += leadingIncludes(readFile(header.string())).includes;
         } catch (const std::exception&) {
           // unreadable: the parse will say so
         }
