@@ -21,6 +21,16 @@ grep -q 'warning: ambiguous: 3 `a.transpose(0,1)` in mix and ordinal 7 does not 
   fail "ambiguous anchor not reported: $(cat warnings.txt)"
 git apply --check patch.diff || fail "git apply refuses the patch"
 
+# The C++ path is xrewrite's front alone (no libtorch, no xrewrite-core): a copy of the front with
+# no core beside it gives the same patch, and says plainly that it cannot run a model's rewrite.
+mkdir -p front && cp "$XALLOC_BIN/xrewrite" front/
+front/xrewrite -s schedule.json --cpp input.cpp -q "${FLAGS[@]}" >front.diff 2>/dev/null ||
+  fail "the front alone cannot rewrite C++"
+cmp -s patch.diff front.diff || fail "the front alone gives another patch"
+expect_error 2 '^xrewrite: error: cannot run .*/front/xrewrite-core: No such file or directory$' -- \
+  front/xrewrite "$XALLOC_SAMPLES/mixer.pt" -s schedule.json -o front/m.pt
+diff <(xrewrite --help) <(xrewrite-core --help) >/dev/null || fail "the front's --help is not xrewrite-core's"
+
 # A decision without an anchor (an op libtorch ran for a call of the program's; xsched leaves
 # those `none`, a hand-edited schedule may not) is reported where that call is, never dropped.
 "$XALLOC_PYTHON" - schedule.json unanchored.json <<'PY'

@@ -25,13 +25,6 @@ const Fusion* findFusion(const std::string& name) {
   return nullptr;
 }
 
-std::string fusionNames() {
-  std::string out;
-  for (const Fusion& f : fusions())
-    out += (out.empty() ? "" : ", ") + std::string(f.name);
-  return out;
-}
-
 std::vector<FusionRun> runFusions(torch::jit::Graph& graph, const std::set<std::string>& off) {
   std::vector<FusionRun> out;
   for (const Fusion& f : fusions())

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "xalloc/tspass/fusion_names.h" // fusionNames(), isFusionName()
+
 namespace torch::jit {
 struct Graph;
 } // namespace torch::jit
@@ -29,9 +31,6 @@ const std::vector<Fusion>& fusions();
 
 /// The fusion called `name`, or nullptr.
 const Fusion* findFusion(const std::string& name);
-
-/// The names of all fusions, comma-separated (for messages).
-std::string fusionNames();
 
 /// How many places one fusion rewrote.
 struct FusionRun {
