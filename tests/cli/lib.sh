@@ -57,49 +57,84 @@ schema_rejects() {
 # the error it measured.
 VERIFIED="(outputs bit-identical to the original|outputs within [0-9.]+e[-+][0-9]+ of the original's \(measured [0-9.]+e[-+][0-9]+\))"
 
-# same_outputs A.pt B.pt: the models give the same outputs on random inputs (Python torch,
-# independent of xrewrite's own check): bit-identical when B records no tolerance or 0 (--exact),
-# else within the tolerance its stored schedule records (max |b - a| over max |a| per output).
+# same_outputs A.pt B.pt [A2.pt B2.pt ...]: each pair of models gives the same outputs on random
+# inputs (Python torch, independent of xrewrite's own check): bit-identical when B records no
+# tolerance or 0 (--exact), else within the tolerance its stored schedule records (max |b - a|
+# over max |a| per output). One Python process for all pairs (importing torch costs ~2 s); a
+# pair that differs prints "pair N: why" and the function fails.
 same_outputs() {
-  PYTHONPATH="${XALLOC_PYTHON_PATH:-}" "$XALLOC_PYTHON" - "$1" "$2" <<'PY'
+  PYTHONPATH="${XALLOC_PYTHON_PATH:-}" "$XALLOC_PYTHON" - "$@" <<'PY'
 import json, sys, torch
 try:  # models rewritten in the fast form need x-allocator's ops
     import xalloc
     xalloc.load_ops()
 except ImportError:
     pass
-files = {"xalloc/example_inputs.json": ""}
-a = torch.jit.load(sys.argv[1], _extra_files=files)
-stored = {"xalloc/schedule.json": ""}
-b = torch.jit.load(sys.argv[2], _extra_files=stored)
-tol = 0.0
-if stored["xalloc/schedule.json"]:
-    tol = json.loads(stored["xalloc/schedule.json"])["summary"].get("tolerance", 0.0)
-spec = json.loads(files["xalloc/example_inputs.json"])["inputs"]
 def flat(v):
     if isinstance(v, torch.Tensor): return [v]
     if isinstance(v, (tuple, list)): return [t for x in v for t in flat(x)]
     if isinstance(v, dict): return [t for k in sorted(v) for t in flat(v[k])]
     return []
-for seed in range(5):
-    g = torch.Generator().manual_seed(100 + seed)
-    args = []
-    for s in spec:
-        if s["dtype"].startswith("int"):
-            args.append(torch.randint(int(s.get("low", 0)), int(s.get("high", 100)), s["shape"], generator=g))
-        else:
-            args.append(torch.randn(s["shape"], generator=g))
-    ra, rb = flat(a(*args)), flat(b(*args))
-    assert len(ra) == len(rb) and len(ra) > 0
-    for x, y in zip(ra, rb):
-        assert x.dtype == y.dtype and x.shape == y.shape
-        if tol == 0 or not x.is_floating_point():
-            assert torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)), "outputs differ"
-        else:
-            err = (x.double() - y.double()).abs().max() / x.double().abs().max()
-            assert err <= tol, f"outputs differ by {err:.2e} of their scale, more than {tol}"
-print("same outputs on 5 inputs" + (f" (within {tol})" if tol else " (bit-identical)"))
+def compare(pa, pb):
+    files = {"xalloc/example_inputs.json": ""}
+    a = torch.jit.load(pa, _extra_files=files)
+    stored = {"xalloc/schedule.json": ""}
+    b = torch.jit.load(pb, _extra_files=stored)
+    tol = 0.0
+    if stored["xalloc/schedule.json"]:
+        tol = json.loads(stored["xalloc/schedule.json"])["summary"].get("tolerance", 0.0)
+    spec = json.loads(files["xalloc/example_inputs.json"])["inputs"]
+    for seed in range(5):
+        g = torch.Generator().manual_seed(100 + seed)
+        args = []
+        for s in spec:
+            if s["dtype"].startswith("int"):
+                args.append(torch.randint(int(s.get("low", 0)), int(s.get("high", 100)), s["shape"], generator=g))
+            else:
+                args.append(torch.randn(s["shape"], generator=g))
+        ra, rb = flat(a(*args)), flat(b(*args))
+        assert len(ra) == len(rb) and len(ra) > 0
+        for x, y in zip(ra, rb):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            if tol == 0 or not x.is_floating_point():
+                assert torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)), "outputs differ"
+            else:
+                err = (x.double() - y.double()).abs().max() / x.double().abs().max()
+                assert err <= tol, f"outputs differ by {err:.2e} of their scale, more than {tol}"
+    return "same outputs on 5 inputs" + (f" (within {tol})" if tol else " (bit-identical)")
+pairs = list(zip(sys.argv[1::2], sys.argv[2::2]))
+assert pairs and len(sys.argv) % 2 == 1, "same_outputs takes pairs of models"
+bad = 0
+for i, (pa, pb) in enumerate(pairs):
+    try:
+        print(compare(pa, pb))
+    except Exception as e:
+        print(f"pair {i}: {pb}: {type(e).__name__}: {e}")
+        bad += 1
+sys.exit(1 if bad else 0)
 PY
+}
+
+# same_outputs_later A.pt B.pt MESSAGE: same_outputs for this pair, made with every other pair
+# by check_outputs (one Python process); the files are copied now, as they are.
+LATER_PAIRS=()
+LATER_MESSAGES=()
+same_outputs_later() {
+  local n=${#LATER_MESSAGES[@]}
+  mkdir -p "$WORK/later"
+  cp "$1" "$WORK/later/$n.a.pt" && cp "$2" "$WORK/later/$n.b.pt"
+  LATER_PAIRS+=("$WORK/later/$n.a.pt" "$WORK/later/$n.b.pt")
+  LATER_MESSAGES+=("$3")
+}
+# check_outputs: the pairs same_outputs_later kept; fails with the message of each that differs.
+check_outputs() {
+  [[ ${#LATER_PAIRS[@]} -gt 0 ]] || return 0
+  same_outputs "${LATER_PAIRS[@]}" >"$WORK/later.txt" && return 0
+  local i why=""
+  for i in "${!LATER_MESSAGES[@]}"; do
+    grep -q "^pair $i: " "$WORK/later.txt" && why+="${LATER_MESSAGES[$i]} ($(grep "^pair $i: " "$WORK/later.txt" | cut -d' ' -f3-)); "
+  done
+  fail "${why:-$(cat "$WORK/later.txt")}"
 }
 
 # force_syncs IN.json OUT.json: every site the profile found safe to convert (its consumers are

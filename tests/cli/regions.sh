@@ -62,7 +62,7 @@ grep -Eq "$VERIFIED" "$WORK/err.txt" || fail "not verified: $(cat "$WORK/err.txt
 grep -Eq '^\+.*(aten::contiguous|xalloc::conv2d_packed|prim::mkldnn_convolution)' "$WORK/diff.txt" ||
   fail "the diff shows no layout change: $(head -40 "$WORK/diff.txt")"
 if grep -q 'object(0x' "$WORK/diff.txt"; then fail "the diff prints an address"; fi
-same_outputs "$model" "$WORK/out.pt" >/dev/null || fail "rewritten outputs differ"
+same_outputs_later "$model" "$WORK/out.pt" "rewritten outputs differ"
 
 # Idempotent: the rewritten model gets an empty diff and --check says clean.
 xrewrite "$WORK/out.pt" -s "$WORK/forced.json" --freeze -o "$WORK/out2.pt" --diff -q >"$WORK/diff2.txt"
@@ -81,7 +81,7 @@ for d in s["decisions"]:
 json.dump(s, open(sys.argv[2], "w"))
 PY
   xrewrite "$model" -s "$WORK/$cand.json" --freeze -o "$WORK/$cand.pt" -q || fail "$cand: xrewrite"
-  same_outputs "$model" "$WORK/$cand.pt" >/dev/null || fail "$cand: rewritten outputs differ"
+  same_outputs_later "$model" "$WORK/$cand.pt" "$cand: rewritten outputs differ"
 done
 
 # The fusions after a packed region are recorded in the stored schedule, by name with their
@@ -99,7 +99,7 @@ grep -q "fusions after the regions: .*(switched off: squeeze_excite)" "$WORK/no-
 fused=$(shown_fusions "$WORK/no-se.pt")
 [[ " $fused " != *" squeeze_excite="* && " $fused " == *" channel_shuffle=0 "* ]] ||
   fail "--no-fusion squeeze_excite: the stored fusions are '$fused'"
-same_outputs "$model" "$WORK/no-se.pt" >/dev/null || fail "--no-fusion: rewritten outputs differ"
+same_outputs_later "$model" "$WORK/no-se.pt" "--no-fusion: rewritten outputs differ"
 
 # Not frozen: the region decision is skipped with the reason, nothing else changes.
 xrewrite "$model" -s "$WORK/forced.json" -o "$WORK/unfrozen.pt" 2>"$WORK/err.txt" >/dev/null ||
@@ -280,7 +280,8 @@ xrewrite "$seg" -s "$WORK/seg.forced.json" --freeze -o "$WORK/seg.pt" 2>"$WORK/s
 grep -q "specialized to the inputs' ranks.*2 read(s) of a dict's item" "$WORK/seg.log" ||
   fail "segmenter: not specialized: $(cat "$WORK/seg.log")"
 grep -q "applied: region 0 as" "$WORK/seg.log" || fail "segmenter: $(cat "$WORK/seg.log")"
-same_outputs "$seg" "$WORK/seg.pt" >/dev/null || fail "segmenter: rewritten outputs differ"
+same_outputs_later "$seg" "$WORK/seg.pt" "segmenter: rewritten outputs differ"
 xrewrite "$WORK/seg.pt" -s "$WORK/seg.forced.json" --freeze --diff -q >"$WORK/seg.diff"
 [[ ! -s "$WORK/seg.diff" ]] || fail "segmenter: a second rewrite changes: $(head -30 "$WORK/seg.diff")"
+check_outputs
 echo "cli.regions: ok"
