@@ -11,9 +11,14 @@ RUN=(--iterations 2 --warmup 1 --repeats 7 -q --base-dir "$XALLOC_SOURCE")
 TORCH_FLAGS=(-std=c++17 -isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1)
 LIBS=(-ltorch -ltorch_cpu -lc10)
 # The patched programs are real libtorch builds; through ccache where the build uses it, so a
-# second run of the suite compiles only what changed.
+# second run of the suite compiles only what changed. Compiled, then linked: ccache does not cache
+# a compile that also links. -O1: the arithmetic is libtorch's, and ISO C++ contracts no
+# floating-point operations at any level, so the results are the -O2 build's.
 CXX=(g++)
 command -v ccache >/dev/null && CXX=(ccache g++)
+build_program() { # SOURCE EXECUTABLE
+  "${CXX[@]}" -O1 "${TORCH_FLAGS[@]}" -c "$1" -o "$2.o" && g++ "$2.o" -o "$2" "${LIBS[@]}"
+}
 git_repo() { git init -q "$1" && git -C "$1" -c user.email=t@t -c user.name=t commit -q --allow-empty -m base; }
 
 # --- the mixer ---------------------------------------------------------------------------------
@@ -70,8 +75,7 @@ mkdir -p repo/tests/programs && cp "$XALLOC_SOURCE/tests/programs/mixer.cpp" rep
   >mixer.diff || fail "xrewrite on the mixer"
 grep -q '^+  auto channels = x.permute({2, 0, 1}).contiguous();$' mixer.diff || fail "not converted: $(cat mixer.diff)"
 (cd repo && git apply ../mixer.diff) || fail "git apply refuses the patch"
-"${CXX[@]}" -O1 "${TORCH_FLAGS[@]}" repo/tests/programs/mixer.cpp -o mixer-patched "${LIBS[@]}" ||
-  fail "the patched mixer does not compile"
+build_program repo/tests/programs/mixer.cpp mixer-patched || fail "the patched mixer does not compile"
 "$XALLOC_BIN/xalloc-test-mixer" --steps 3 >before.txt
 ./mixer-patched --steps 3 >after.txt
 cmp -s before.txt after.txt || fail "results changed: $(cat before.txt) vs $(cat after.txt)"
@@ -125,8 +129,7 @@ fi
 git_repo gpt
 mkdir -p gpt/samples && cp -r "$XALLOC_SOURCE/samples/minigpt_cpp" gpt/samples/
 (cd gpt && git apply ../gpt.diff) || fail "git apply refuses the minigpt patch"
-"${CXX[@]}" -O2 "${TORCH_FLAGS[@]}" gpt/samples/minigpt_cpp/main.cpp -o gpt-patched "${LIBS[@]}" ||
-  fail "the patched minigpt does not compile"
+build_program gpt/samples/minigpt_cpp/main.cpp gpt-patched || fail "the patched minigpt does not compile"
 "$XALLOC_BIN/minigpt_cpp" --steps 12 --eval-iters 0 >loss-before.txt
 ./gpt-patched --steps 12 --eval-iters 0 >loss-after.txt
 # The same losses: a made-contiguous weight moves OpenBLAS's products in their last bits (xsched's
