@@ -116,10 +116,13 @@ std::optional<SiteFacts::After> SiteFacts::followed(const formats::ConsumerTimin
         a.delta += further->delta;
         a.var += further->var;
         a.as_is_ms += further->as_is_ms;
+        a.in_run_ms += further->in_run_ms;
       }
       a.delta += dd;
       a.var += dv;
       a.as_is_ms += d->time_as_is_ms;
+      if (const formats::Op* dop = p_.findOp(d->op_id))
+        a.in_run_ms += dop->duration_ms;
       ++reached;
     }
   }
@@ -161,6 +164,7 @@ rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& produce
   rules::SyncSite s(r, producer, p_);
   s.exact = o_.tolerance <= 0;
   double var = 0, served_ms = 0; // of the saving, and the consumers' time it trades
+  double in_run_ms = 0;          // the gaining consumers' (and those after them) time in the run
   s.program = p_.model.format == formats::ModelFormat::LibtorchProgram;
   for (const auto& c : r.consumers) {
     const formats::Op* op = p_.findOp(c.op_id);
@@ -181,6 +185,7 @@ rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& produce
       continue;
     }
     auto [delta, delta_var] = layoutChange(c, *c.time_contiguous_ms, c.time_contiguous_spread_ms);
+    double consumer_in_run_ms = op ? op->duration_ms : 0;
     if (!c.same_output_layout) {
       // Its output changes layout: what runs after it was measured too, or nothing is known.
       const auto after = followed(c);
@@ -191,6 +196,7 @@ rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& produce
       delta += after->delta;
       delta_var += after->var;
       served_ms += after->as_is_ms * readsOf(r, c, producer.id);
+      consumer_in_run_ms += after->in_run_ms;
       s.through.push_back(c.op_id);
     }
     s.candidates.push_back(c.op_id);
@@ -204,8 +210,14 @@ rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& produce
     s.reads += k;
     var += delta_var * k * k;
     served_ms += c.time_as_is_ms * k;
+    in_run_ms += consumer_in_run_ms;
     s.gaining.push_back(c.op_id);
   }
+  // No conversion makes its consumers faster than free: a saving measured on isolated re-runs
+  // (warm caches, no hooks, another trip count) is capped at what those ops take in the model's
+  // run, so a plan never predicts less than nothing (a program's plan had said 626 -> -1168 ms).
+  if (in_run_ms > 0 && s.saving > in_run_ms)
+    s.saving = in_run_ms;
   // Computed from constants alone (a frozen weight's transpose) and read only by consumers
   // that gain: xrewrite stores the constant in the layout they read, once, so the conversion
   // costs nothing per run.

@@ -40,6 +40,7 @@ private:
                  std::int64_t producer) const;
   struct After {
     double delta = 0, var = 0, as_is_ms = 0;
+    double in_run_ms = 0; // the followed ops' own time in the model's run
   };
   std::optional<After> followed(const formats::ConsumerTiming& c) const;
   static std::string madeAndRead(double made, double read);

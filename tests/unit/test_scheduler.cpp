@@ -37,6 +37,29 @@ TEST(Scheduler, SyncWhenSavingBeatsCostAndRemoveWhenConversionIsWasted) {
   EXPECT_EQ(s.summary.gap, 0.0);
 }
 
+TEST(Scheduler, ASavingIsCappedAtItsConsumersTimeInTheRun) {
+  // Re-run alone, each matmul took 5 ms with the transposed input and 1 ms with a contiguous
+  // one; in the model's run they take 1 ms each. No conversion saves more than its consumers
+  // take: the saving is their 2 ms, not the isolated 8, and the plan never predicts below zero.
+  Fixture f;
+  for (auto& c : f.v().consumers) {
+    c.time_as_is_ms = 5.0;
+    c.time_contiguous_ms = 1.0;
+  }
+  Schedule s = makeSchedule(f.p, f.cost);
+  const auto& d = f.decisionFor(s, 10);
+  EXPECT_EQ(d.action, Action::Sync);
+  EXPECT_NEAR(d.predicted_saving_ms, 2.0, 1e-12);
+  EXPECT_NEAR(s.summary.predicted_time_after_ms, 4.2 - (2.0 - 0.1) - 0.19, 1e-9);
+  EXPECT_GE(s.summary.predicted_time_after_ms, 0.0);
+  // Where the run's own times are tiny, the plan still predicts no less than nothing.
+  for (auto& op : f.p.ops)
+    op.duration_ms = 0.01;
+  Schedule tiny = makeSchedule(f.p, f.cost);
+  EXPECT_GE(tiny.summary.predicted_time_after_ms, 0.0);
+  EXPECT_LE(f.decisionFor(tiny, 10).predicted_saving_ms, 0.02 + 1e-12);
+}
+
 TEST(Scheduler, NeverRemovesAConversionToAnotherMemoryFormat) {
   // x.contiguous(memory_format=torch.channels_last) on a row-major x: the input is contiguous,
   // yet the call is no pure overhead: it changes the layout every consumer sees.

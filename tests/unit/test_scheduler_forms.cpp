@@ -69,8 +69,10 @@ TEST(Scheduler, AsyncHidesTheConversionInAnIdleWindow) {
 TEST(Scheduler, AProgramsValueSavesAtEveryReadAndCostsAtEveryCall) {
   Fixture f;
   f.p.model.format = formats::ModelFormat::LibtorchProgram;
-  for (auto& c : f.v().consumers)
+  for (auto& c : f.v().consumers) {
     c.reads = 4;
+    f.p.ops[static_cast<std::size_t>(c.op_id)].duration_ms = 4.0; // its 4 calls in the run
+  }
   Schedule s = makeSchedule(f.p, f.cost);
   const Decision& once = f.decisionFor(s, 10);
   ASSERT_EQ(once.action, Action::Sync) << once.reason;
