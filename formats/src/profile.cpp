@@ -221,6 +221,8 @@ json toJson(const Profile& p) {
                    {"db_hits", p.settings.db_hits},
                    {"db_misses", p.settings.db_misses},
                    {"reused_profile", p.settings.reused_profile}};
+  if (p.settings.program_run_ms > 0)
+    j["settings"]["program_run_ms"] = p.settings.program_run_ms;
   j["ops"] = json::array();
   for (const auto& op : p.ops)
     j["ops"].push_back(toJson(op));
@@ -260,6 +262,7 @@ Profile readProfile(const JsonReader& r) {
     p.settings.db_hits = s->getInt("db_hits", 0);
     p.settings.db_misses = s->getInt("db_misses", 0);
     p.settings.reused_profile = s->getBool("reused_profile", false);
+    p.settings.program_run_ms = s->getNonNegative("program_run_ms", 0);
   }
   std::set<std::int64_t> op_ids;
   r.at("ops").forEach([&](const JsonReader& e) {

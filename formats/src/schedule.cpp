@@ -212,6 +212,8 @@ json toJson(const Schedule& s) {
         {"async", s.count(Action::Async)},
         {"remove", s.count(Action::Remove)},
         {"none", s.count(Action::None)}}}};
+  if (m.whole_run)
+    j["summary"]["whole_run"] = true;
   if (m.tolerance)
     j["summary"]["tolerance"] = *m.tolerance;
   if (m.measured_error)
@@ -262,6 +264,7 @@ Schedule readSchedule(const JsonReader& r) {
   s.summary.predicted_time_bound_ms =
       m.getNumber("predicted_time_bound_ms", s.summary.predicted_time_after_ms);
   s.summary.nodes = static_cast<std::int64_t>(m.getNonNegative("nodes", 0));
+  s.summary.whole_run = m.getBool("whole_run", false);
   s.summary.window_safety = m.getNumber("window_safety", 0.9);
   if (auto f = m.find("form"); f && !f->isNull())
     s.summary.form = f->toEnum<RewriteForm>();

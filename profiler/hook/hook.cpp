@@ -107,6 +107,7 @@ public:
       return nullptr;
     // The program's own time since its previous op, before any of ours (unwinding, re-runs).
     const auto entry = Clock::now();
+    const Overhead ours(*this, entry);
     Unwind u;
     _Unwind_Backtrace(unwindStep, &u);
     struct Pending {
@@ -233,6 +234,7 @@ public:
     --tl_depth;
     if (!base)
       return;
+    const Overhead ours(*this, Clock::now());
     auto* ctx = static_cast<Ctx*>(base);
     if (ctx->count_only) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -314,6 +316,8 @@ public:
     p.records = values_.finish();
     downstream_.attach(p.records);
     p.conversion_cost_table = conversions_;
+    // The program's whole run as it takes without us: its age less our own work.
+    p.settings.program_run_ms = std::max(0.0, prof::processAgeMs() - overhead_ms_);
     p.settings.iterations = cap_;
     p.settings.warmup = warmup_;
     p.settings.repeats = repeats_;
@@ -408,6 +412,24 @@ private:
   std::set<std::string> converted_keys_;
   std::vector<fmt::ConversionCost> conversions_;
   std::int64_t total_calls_ = 0;
+  double overhead_ms_ = 0; // our own work inside the program's ops: unwinding, re-runs, timings
+
+  // Counts the time from `since` to the end of its scope as ours, not the program's.
+  class Overhead {
+  public:
+    Overhead(Recorder& r, Clock::time_point since) : r_(r), since_(since) {}
+    ~Overhead() {
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - since_).count();
+      std::lock_guard<std::mutex> lock(r_.mu_);
+      r_.overhead_ms_ += ms;
+    }
+    Overhead(const Overhead&) = delete;
+    Overhead& operator=(const Overhead&) = delete;
+
+  private:
+    Recorder& r_;
+    Clock::time_point since_;
+  };
 };
 
 Recorder* g_recorder = nullptr;

@@ -74,8 +74,15 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
   resolveOverlaps(p, cands, groups);
 
   auto& m = s.summary;
-  for (const auto& op : p.ops)
-    m.predicted_time_before_ms += op.duration_ms;
+  // A program's run, as xprof measured it without its own work, is what the plan changes: its
+  // calls inside libtorch (backward passes, optimizer steps) run as before. Else the ops' sum.
+  m.whole_run =
+      p.model.format == formats::ModelFormat::LibtorchProgram && p.settings.program_run_ms > 0;
+  if (m.whole_run)
+    m.predicted_time_before_ms = p.settings.program_run_ms;
+  else
+    for (const auto& op : p.ops)
+      m.predicted_time_before_ms += op.duration_ms;
   const Storages storages = storagesOf(p); // computed once, for every peak below
   m.peak_bytes_before = predictedPeakBytes(p, storages, {});
   m.memory_budget_bytes = o.memory_budget_bytes;

@@ -127,14 +127,17 @@ std::string explainSchedule(const formats::Schedule& s) {
         << (d.rule.empty() ? "" : "[" + d.rule + "] ") << d.reason << "\n";
   }
   const auto& m = s.summary;
-  // A program's prediction covers the calls the hook timed at the program's own sites in the
-  // profiled run, not the program's run (backward passes, optimizer steps and what else runs
-  // inside libtorch are not among them): the words say so.
+  // A program's prediction is of its whole profiled run (xprof's own work taken out), or, from
+  // a profile without that time, of the calls the hook timed at the program's own sites only
+  // (backward passes, optimizer steps and what else runs inside libtorch not among them): the
+  // words say which.
+  const bool program = s.model.format == formats::ModelFormat::LibtorchProgram;
   out << "predicted "
-      << (s.model.format == formats::ModelFormat::LibtorchProgram
-              ? "for the " + std::to_string(s.ops.size()) +
-                    " call sites timed in the profiled run (not the whole run) "
-              : std::string())
+      << (program && m.whole_run ? std::string("for the whole profiled run (less xprof's own "
+                                               "work) ")
+          : program              ? "for the " + std::to_string(s.ops.size()) +
+                          " call sites timed in the profiled run (not the whole run) "
+                    : std::string())
       << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
       << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
       << s.count(Action::Sync) << " sync, " << s.count(Action::Async) << " async, "

@@ -33,6 +33,9 @@ validate mixer.json || fail "the profile does not validate"
 import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["model"]["format"] == "libtorch-program", p["model"]
+# The whole run without xprof's own work: more than the timed call sites, which run inside it.
+run_ms = p["settings"]["program_run_ms"]
+assert run_ms > sum(o["duration_ms"] for o in p["ops"]), (run_ms, sum(o["duration_ms"] for o in p["ops"]))
 ops = {o["id"]: o for o in p["ops"]}
 perm = [o for o in p["ops"] if o["kind"] == "aten::permute"]
 assert len(perm) == 1, [o["kind"] for o in p["ops"]]
@@ -104,7 +107,9 @@ followed = [d for r in p["records"] for c in r["consumers"]
             if ops[d["op_id"]]["kind"] == "aten::matmul" and d["measured"] and "time_contiguous_ms" in d]
 assert followed, [c for r in p["records"] for c in r["consumers"] if ops[c["op_id"]]["kind"] == "aten::transpose"]
 PY
-xcost gpt.json | xsched -o gpt-schedule.json
+xcost gpt.json | xsched -o gpt-schedule.json --explain >gpt-explain.txt
+grep -q '^predicted for the whole profiled run (less xprof.s own work) ' gpt-explain.txt ||
+  fail "minigpt: the plan is not of the whole run: $(tail -1 gpt-explain.txt)"
 (cd "$XALLOC_SOURCE" && xrewrite -s "$WORK/gpt-schedule.json" -p "$XALLOC_BUILD" \
   --cpp samples/minigpt_cpp/main.cpp -q) >gpt.diff || fail "xrewrite on minigpt_cpp"
 if [[ ! -s gpt.diff ]]; then

@@ -6,6 +6,7 @@
 #include "xalloc/costfit/cost_model.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
 #include "xalloc/scheduler/decide.h"
 #include "xalloc/scheduler/tool.h"
 
@@ -79,6 +80,36 @@ Fixture twoCalls(double other_as_is, double other_contiguous, bool other_identic
   r.consumers[0].identical_output = other_identical;
   f.p.records.push_back(r);
   return f;
+}
+
+TEST(Scheduler, AProgramsPlanPredictsItsWholeRunWhenTheProfileTimedIt) {
+  // The program's whole run (xprof run: the hooked run less the hook's own work) is what a
+  // plan changes; the call sites' times (here 4.2 ms) are a part of it.
+  Fixture f;
+  f.p.model.format = formats::ModelFormat::LibtorchProgram;
+  const Schedule sites = makeSchedule(f.p, f.cost);
+  EXPECT_FALSE(sites.summary.whole_run);
+  EXPECT_NEAR(sites.summary.predicted_time_before_ms, 4.2, 1e-9);
+  EXPECT_NE(explainSchedule(sites).find("call sites timed in the profiled run (not the whole run)"),
+            std::string::npos);
+  f.p.settings.program_run_ms = 250.0;
+  const Schedule run = makeSchedule(f.p, f.cost);
+  EXPECT_TRUE(run.summary.whole_run);
+  EXPECT_NEAR(run.summary.predicted_time_before_ms, 250.0, 1e-9);
+  // The same decisions, so the same gain off the whole run.
+  EXPECT_NEAR(run.summary.predicted_time_before_ms - run.summary.predicted_time_after_ms,
+              sites.summary.predicted_time_before_ms - sites.summary.predicted_time_after_ms, 1e-9);
+  EXPECT_NE(
+      explainSchedule(run).find("for the whole profiled run (less xprof's own work) 250.0000"),
+      std::string::npos)
+      << explainSchedule(run);
+  // Both survive the documents: the profile's run time, the schedule's scope.
+  const Profile back = readProfile(JsonReader(toJson(f.p)));
+  EXPECT_EQ(back.settings.program_run_ms, 250.0);
+  EXPECT_TRUE(readSchedule(JsonReader(toJson(run))).summary.whole_run);
+  // A TorchScript model's profile never has it: its ops are the whole model.
+  f.p.model.format = formats::ModelFormat::TorchScript;
+  EXPECT_FALSE(makeSchedule(f.p, f.cost).summary.whole_run);
 }
 
 TEST(Scheduler, AProgramsExpressionReachedTwiceIsDecidedOnceForBothCalls) {

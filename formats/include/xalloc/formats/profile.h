@@ -119,6 +119,9 @@ struct ProfileSettings {
   std::int64_t db_hits = 0;
   std::int64_t db_misses = 0;
   bool reused_profile = false; // the whole profile came from the database (nothing re-measured)
+  /// A libtorch program's (`xprof run`) whole run as it takes without xprof: the hooked run's
+  /// wall time less the hook's own work (unwinding, re-runs, conversions timed). 0: not known.
+  double program_run_ms = 0;
 };
 
 struct Profile {

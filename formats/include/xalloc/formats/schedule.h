@@ -109,6 +109,9 @@ struct ScheduleSummary {
   /// No plan is predicted faster than this (the solver's bound); equals the predicted time after
   /// when the plan is optimal.
   double predicted_time_bound_ms = 0;
+  /// A program's plan: true when the times before and after are of its whole run (the profile's
+  /// program_run_ms), false when they are of the call sites the hook timed only.
+  bool whole_run = false;
   std::int64_t nodes = 0;     // branch-and-bound nodes the solver visited
   double window_safety = 0.9; // fraction of each idle window's capacity the plan may fill
   /// The form of rewrite the plan's costs are for (`xsched --form`; enums.h); none in schedules
