@@ -1,5 +1,6 @@
-// xprof: the command users run. A profile the timing database already holds for exactly this
-// invocation (see xalloc/profiler/launch.h) is written from there, without loading libtorch;
+// xprof: the command users run. Its command line is answered here without loading libtorch
+// (--help, --version, usage errors, options wrong without a model), and so is a profile the
+// timing database already holds for exactly this invocation (see xalloc/profiler/launch.h);
 // everything else runs xprof-core, which sits beside this program, with the same arguments.
 #include <unistd.h>
 
@@ -8,16 +9,37 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
 #include "xalloc/math_libraries.h"
+#include "xalloc/profiler/cli.h"
 #include "xalloc/profiler/launch.h"
 #include "xalloc/tool.h"
 
 int main(int argc, char** argv) {
   namespace launch = xalloc::profiler::launch;
+  namespace prof = xalloc::profiler;
+  // The command line first, parsed as xprof-core parses it: --help, --version, a usage error and
+  // an option that needs no model to be wrong are answered here, without libtorch.
+  if (argc > 1 && std::string_view(argv[1]) == "run") {
+    prof::XprofRunOptions o;
+    if (auto code = prof::parseXprofRunCommandLine(argc, argv, o))
+      return *code;
+  } else {
+    prof::XprofOptions o;
+    if (auto code = prof::parseXprofCommandLine(argc, argv, o))
+      return *code;
+    if (const int code = xalloc::runGuarded("xprof",
+                                            [&] {
+                                              prof::checkXprofOptions(o);
+                                              return static_cast<int>(xalloc::kExitOk);
+                                            });
+        code != xalloc::kExitOk)
+      return code;
+  }
   const std::string core = xalloc::selfDir() + "/xprof-core";
   const launch::Invocation inv = launch::inspect(argc, argv, core);
   ::unsetenv(launch::kKeyEnv);

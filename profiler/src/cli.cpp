@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "xalloc/bytes.h"
 #include "xalloc/error.h"
+#include "xalloc/io.h"
 #include "xalloc/tool.h"
 
 namespace xalloc::profiler {
@@ -90,6 +92,44 @@ void takeProgram(CLI::App& app, XprofRunOptions& o) {
   if (!o.run.command.empty() && o.run.command.front() == "--")
     o.run.command.erase(o.run.command.begin());
   o.run.program_stdout_to_stderr = o.output.empty() || o.output == "-";
+}
+
+std::optional<int> parseXprofCommandLine(int argc, char** argv, XprofOptions& o) {
+  CLI::App app{"xprof: profile a TorchScript model: each tensor's layout and consumers, per-op "
+               "times, and what .contiguous() costs and saves, measured.",
+               "xprof"};
+  defineXprofOptions(app, o);
+  return parseCommandLine(app, argc, argv);
+}
+
+std::optional<int> parseXprofRunCommandLine(int argc, char** argv, XprofRunOptions& o) {
+  CLI::App app{"xprof run: profile an unmodified libtorch program (built with -g): each op it "
+               "calls, at its call site in your sources, with the same facts as for a "
+               "TorchScript model.",
+               "xprof run"};
+  defineXprofRunOptions(app, o);
+  if (auto code = parseCommandLine(app, argc - 1, argv + 1))
+    return code;
+  const int code = runGuarded("xprof", [&] {
+    takeProgram(app, o);
+    return static_cast<int>(kExitOk);
+  });
+  if (code != kExitOk)
+    return code;
+  return std::nullopt;
+}
+
+void checkXprofOptions(XprofOptions& o) {
+  if (o.profile.model.empty())
+    throw InputError("xprof", "no model: give a TorchScript file (xprof MODEL.pt)");
+  if (!o.sweep_max.empty()) {
+    const auto bytes = parseByteSize(o.sweep_max);
+    if (!bytes || *bytes < 4096)
+      throw InputError("xprof", "--sweep-max-bytes: cannot read '" + o.sweep_max +
+                                    "' as a size of at least 4K");
+    o.profile.sweep_max_bytes = *bytes;
+  }
+  checkOutputPath(o.output); // before the profile's minutes, not after
 }
 
 } // namespace xalloc::profiler

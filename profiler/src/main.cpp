@@ -2,8 +2,6 @@
 // `xprof run`, runXprofRun.
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "xalloc/profiler/cli.h"
 #include "xalloc/profiler/measure.h"
 #include "xalloc/profiler/tool.h"
@@ -13,24 +11,12 @@ int main(int argc, char** argv) {
   using namespace xalloc::profiler;
   if (argc > 1 && std::string(argv[1]) == "run") {
     XprofRunOptions o;
-    CLI::App app{"xprof run: profile an unmodified libtorch program (built with -g): each op it "
-                 "calls, at its call site in your sources, with the same facts as for a "
-                 "TorchScript model.",
-                 "xprof run"};
-    defineXprofRunOptions(app, o);
-    if (auto code = xalloc::parseCommandLine(app, argc - 1, argv + 1))
+    if (auto code = parseXprofRunCommandLine(argc, argv, o))
       return *code;
-    return xalloc::runGuarded("xprof", [&] {
-      takeProgram(app, o);
-      return runXprofRun(o);
-    });
+    return xalloc::runGuarded("xprof", [&] { return runXprofRun(o); });
   }
   XprofOptions o;
-  CLI::App app{"xprof: profile a TorchScript model: each tensor's layout and consumers, per-op "
-               "times, and what .contiguous() costs and saves, measured.",
-               "xprof"};
-  defineXprofOptions(app, o);
-  if (auto code = xalloc::parseCommandLine(app, argc, argv))
+  if (auto code = parseXprofCommandLine(argc, argv, o))
     return *code;
   // --budget is what the user waits for: the process's start (`xprof` execs xprof-core), loading
   // libtorch and the tools' libraries, counts.

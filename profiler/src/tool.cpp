@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <set>
 
-#include "xalloc/bytes.h"
 #include "xalloc/cppsource/anchors.h"
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
 #include "xalloc/op_library.h"
+#include "xalloc/profiler/cli.h"
 #include "xalloc/profiler/launch.h"
 #include "xalloc/runtime/async.h"
 #include "xalloc/tool.h"
@@ -26,17 +26,8 @@
 namespace xalloc::profiler {
 
 int runXprof(XprofOptions o) {
-  if (o.profile.model.empty())
-    throw InputError("xprof", "no model: give a TorchScript file (xprof MODEL.pt)");
-  if (!o.sweep_max.empty()) {
-    const auto bytes = parseByteSize(o.sweep_max);
-    if (!bytes || *bytes < 4096)
-      throw InputError("xprof", "--sweep-max-bytes: cannot read '" + o.sweep_max +
-                                    "' as a size of at least 4K");
-    o.profile.sweep_max_bytes = *bytes;
-  }
+  checkXprofOptions(o);
   o.profile.progress = !o.quiet;
-  checkOutputPath(o.output); // before the profile's minutes, not after
   tspass::routeModelWarnings();
   for (const auto& lib : o.op_libraries)
     loadOpLibrary(lib);

@@ -251,4 +251,25 @@ for tool in xprof xcost xsched xrewrite; do
   "$tool" --help >/dev/null || fail "$tool --help"
   "$tool" --version | grep -q "x-allocator" || fail "$tool --version"
 done
+
+# xprof's and xrewrite's fronts answer their command lines without their cores (no libtorch): a
+# copy of each front alone says the same as with its core beside it, and only a real job needs
+# the core.
+mkdir -p "$WORK/fronts"
+cp "$XALLOC_BIN/xprof" "$XALLOC_BIN/xrewrite" "$WORK/fronts/"
+for tool in xprof xrewrite; do
+  diff <("$tool" --help) <("$WORK/fronts/$tool" --help) >/dev/null || fail "$tool --help differs alone"
+  diff <("$tool-core" --help) <("$WORK/fronts/$tool" --help) >/dev/null ||
+    fail "$tool's --help is not $tool-core's"
+done
+diff <(xprof run --help) <("$WORK/fronts/xprof" run --help) >/dev/null || fail "xprof run --help differs alone"
+expect_error 2 'The following argument was not expected: --no-such-flag|--no-such-flag' -- "$WORK/fronts/xprof" m.pt --no-such-flag
+expect_error 2 "^xprof: error: --sweep-max-bytes: cannot read '1' as a size of at least 4K$" -- \
+  "$WORK/fronts/xprof" m.pt --sweep-max-bytes 1
+expect_error 2 "^xprof run: error: unknown option '--no-db'" -- "$WORK/fronts/xprof" run --no-db -- /bin/true
+expect_error 2 "^nowhere/x\\.json: error: cannot write: folder '[^']*nowhere' does not exist$" -- \
+  "$WORK/fronts/xprof" m.pt -o nowhere/x.json
+expect_error 2 '^xrewrite: error: no output: give -o OUT\.pt' -- "$WORK/fronts/xrewrite" m.pt -s s.json
+expect_error 2 '^xprof: error: cannot run .*/fronts/xprof-core: No such file or directory$' -- \
+  "$WORK/fronts/xprof" "$model" --no-db -q -o "$WORK/p.json"
 echo "cli.errors: ok"

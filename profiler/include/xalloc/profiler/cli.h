@@ -2,6 +2,8 @@
 // launcher (launch.h), which keys a repeated run by what they parsed to. No libtorch.
 #pragma once
 
+#include <optional>
+
 #include "xalloc/profiler/tool.h"
 
 namespace CLI {
@@ -19,5 +21,17 @@ void defineXprofRunOptions(CLI::App& app, XprofRunOptions& o);
 
 /// After parsing with defineXprofRunOptions: the program and its arguments into `o`.
 void takeProgram(CLI::App& app, XprofRunOptions& o);
+
+/// `xprof MODEL ...` parsed into `o`, as xprof-core and the launcher both do. Returns nullopt to
+/// go on, or the exit code to return now: 0 after --help/--version, 2 after a usage error (the
+/// message printed).
+std::optional<int> parseXprofCommandLine(int argc, char** argv, XprofOptions& o);
+
+/// `xprof run ...` (argv[1] is "run") parsed into `o`, the program taken; as above.
+std::optional<int> parseXprofRunCommandLine(int argc, char** argv, XprofRunOptions& o);
+
+/// The checks of a profile's options that need no model, in the order xprof-core makes them
+/// (--sweep-max-bytes read into `o`, the output's folder); an InputError for the first that fails.
+void checkXprofOptions(XprofOptions& o);
 
 } // namespace xalloc::profiler
