@@ -107,6 +107,14 @@ std::string selfDir() {
   return slash == std::string::npos ? std::string(".") : exe.substr(0, slash);
 }
 
+int execBeside(const std::string& tool, const std::string& name, char** argv) {
+  const std::string path = selfDir() + "/" + name;
+  ::execv(path.c_str(), argv);
+  std::fprintf(stderr, "%s: error: cannot run %s: %s\n", tool.c_str(), path.c_str(),
+               std::strerror(errno));
+  return 2;
+}
+
 namespace {
 // write(2) until all of `content` is written; false (errno set) on failure.
 bool writeAll(int fd, std::string_view content) {

@@ -2,12 +2,8 @@
 // (--help, --version, usage errors, options wrong without a model), and so is a profile the
 // timing database already holds for exactly this invocation (see xalloc/profiler/launch.h);
 // everything else runs xprof-core, which sits beside this program, with the same arguments.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -22,8 +18,11 @@
 int main(int argc, char** argv) {
   namespace launch = xalloc::profiler::launch;
   namespace prof = xalloc::profiler;
+  const std::string core = xalloc::selfDir() + "/xprof-core";
   // The command line first, parsed as xprof-core parses it: --help, --version, a usage error and
-  // an option that needs no model to be wrong are answered here, without libtorch.
+  // an option that needs no model to be wrong are answered here, without libtorch. A program's
+  // profile (`xprof run`) is never answered from the database.
+  launch::Invocation inv;
   if (argc > 1 && std::string_view(argv[1]) == "run") {
     prof::XprofRunOptions o;
     if (auto code = prof::parseXprofRunCommandLine(argc, argv, o))
@@ -39,9 +38,8 @@ int main(int argc, char** argv) {
                                             });
         code != xalloc::kExitOk)
       return code;
+    inv = launch::inspect(o, core);
   }
-  const std::string core = xalloc::selfDir() + "/xprof-core";
-  const launch::Invocation inv = launch::inspect(argc, argv, core);
   ::unsetenv(launch::kKeyEnv);
   if (inv.memoizable) {
     if (auto hit = launch::lookup(inv.db_path, inv.key)) {
@@ -58,7 +56,5 @@ int main(int argc, char** argv) {
     }
     ::setenv(launch::kKeyEnv, inv.key.c_str(), 1);
   }
-  ::execv(core.c_str(), argv);
-  std::fprintf(stderr, "xprof: error: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
-  return xalloc::kExitError;
+  return xalloc::execBeside("xprof", "xprof-core", argv);
 }

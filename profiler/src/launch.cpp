@@ -9,14 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
 
 #include "xalloc/error.h"
 #include "xalloc/formats/documents.h"
 #include "xalloc/io.h"
-#include "xalloc/profiler/cli.h"
 #include "xalloc/profiler/device_info.h"
 #include "xalloc/profiler/timing_db.h"
 #include "xalloc/version.h"
@@ -53,21 +51,9 @@ std::string stamp(const std::string& path) {
 
 } // namespace
 
-Invocation inspect(int argc, char** argv, const std::string& core) {
+Invocation inspect(const XprofOptions& o, const std::string& core) {
   Invocation inv;
   inv.db_path = TimingDb::defaultPath();
-  if (argc < 2 || std::string_view(argv[1]) == "run")
-    return inv;
-  // xprof's own flags (cli.h): what xprof-core will parse, parsed the same way here.
-  XprofOptions o;
-  CLI::App app{"xprof", "xprof"};
-  defineXprofOptions(app, o);
-  app.set_version_flag("--version", "");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError&) {
-    return inv; // --help, --version and usage errors: xprof-core says them
-  }
   const ProfileOptions& p = o.profile;
   inv.output = o.output;
   inv.quiet = o.quiet;

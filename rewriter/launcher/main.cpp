@@ -3,13 +3,6 @@
 // TorchScript rewrite, and every C++ rewrite (--cpp: Clang only), which a pre-commit hook runs
 // on each commit. A TorchScript model, a stored schedule (--show) and --load-library go to
 // xrewrite-core, beside this program, with the same arguments; it parses and checks them again.
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <string>
-
 #include "xalloc/error.h"
 #include "xalloc/formats/schedule.h"
 #include "xalloc/io.h"
@@ -34,8 +27,5 @@ int main(int argc, char** argv) {
     if (cpp || code != xalloc::kExitOk)
       return code;
   }
-  const std::string core = xalloc::selfDir() + "/xrewrite-core";
-  ::execv(core.c_str(), argv);
-  std::fprintf(stderr, "xrewrite: error: cannot run %s: %s\n", core.c_str(), std::strerror(errno));
-  return xalloc::kExitError;
+  return xalloc::execBeside("xrewrite", "xrewrite-core", argv);
 }

@@ -58,4 +58,9 @@ bool isRegularFile(const std::string& path);
 std::string selfExePath();
 std::string selfDir();
 
+/// Replaces this process with the program `name` in selfDir(), with `argv` as given (a tool's
+/// front handing its core the same command line). Returns only when that fails: then it prints
+/// "tool: error: cannot run PATH: why" and gives 2.
+int execBeside(const std::string& tool, const std::string& name, char** argv);
+
 } // namespace xalloc

@@ -19,6 +19,7 @@
 
 #include "xalloc/formats/profile.h"
 #include "xalloc/math_libraries.h"
+#include "xalloc/profiler/tool.h"
 
 namespace xalloc::profiler::launch {
 
@@ -32,9 +33,9 @@ struct Invocation {
   std::string key;
 };
 
-/// Reads what the launcher needs from xprof's arguments (argv[1..]); `core` is xprof-core's
-/// path. Not memoizable: `xprof run`, --help, --version, --no-db, --trace.
-Invocation inspect(int argc, char** argv, const std::string& core);
+/// What the launcher needs of a TorchScript profile's options, as parsed (cli.h); `core` is
+/// xprof-core's path. Not memoizable: --no-db, --trace (`xprof run` is never asked).
+Invocation inspect(const XprofOptions& o, const std::string& core);
 
 /// Where xprof-core's finished profile for an invocation is: its database scope and key, and
 /// the invocation's model and input file as written.
