@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -74,7 +75,24 @@ std::int64_t Schedule::count(Action a) const {
   return n;
 }
 
+void setValue(NamedValues& values, const std::string& name, std::variant<double, std::string> v) {
+  for (auto& nv : values)
+    if (nv.name == name) {
+      nv.value = std::move(v);
+      return;
+    }
+  values.push_back({name, std::move(v)});
+}
+
 namespace {
+
+// A named value as written: nine significant digits, enough for any id or count and more than
+// any measurement holds (0.009545218000000005 ms is 0.009545218).
+double significant(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return std::strtod(buf, nullptr);
+}
 
 json toJson(const Decision& d) {
   json j;
@@ -93,6 +111,21 @@ json toJson(const Decision& d) {
   j["reason"] = d.reason;
   if (!d.rule.empty())
     j["rule"] = d.rule;
+  if (d.blocker != Blocker::None)
+    j["blocker"] = toString(d.blocker);
+  if (!d.values.empty()) {
+    json values = json::object();
+    for (const auto& [name, value] : d.values)
+      if (const double* n = std::get_if<double>(&value))
+        // JSON has no inf or NaN (an unbounded output error): those are written as words.
+        values[name] = std::isfinite(*n) ? json(significant(*n))
+                                         : json(*n != *n ? "nan"
+                                                : *n > 0 ? "inf"
+                                                         : "-inf");
+      else
+        values[name] = std::get<std::string>(value);
+    j["values"] = std::move(values);
+  }
   j["target"] = toString(d.target);
   if (d.region) {
     j["region"] = toJson(*d.region);
@@ -103,6 +136,21 @@ json toJson(const Decision& d) {
   if (d.fused_template_input)
     j["fused_into_producer"] = {{"template_input", *d.fused_template_input}};
   return j;
+}
+
+// A decision's named values: an object of numbers and strings.
+NamedValues readNamedValues(const JsonReader& r) {
+  if (!r.json().is_object())
+    r.fail("expected an object of named numbers and words");
+  NamedValues out;
+  for (const auto& [name, value] : r.json().items()) {
+    const JsonReader v = r.at(name);
+    if (value.is_string())
+      out.push_back({name, v.toString()});
+    else
+      out.push_back({name, v.toNumber()});
+  }
+  return out;
 }
 
 Decision readDecision(const JsonReader& r) {
@@ -131,6 +179,10 @@ Decision readDecision(const JsonReader& r) {
     d.layout = readLayout(*l);
   d.reason = r.getString("reason", "");
   d.rule = r.getString("rule", "");
+  if (auto b = r.find("blocker"))
+    d.blocker = b->toEnum<Blocker>();
+  if (auto values = r.find("values"))
+    d.values = readNamedValues(*values);
   d.target = r.at("target").toEnum<LayoutTarget>();
   if (auto g = r.find("region")) {
     d.region = readRegionRef(*g);

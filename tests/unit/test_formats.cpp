@@ -209,6 +209,49 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   }
 }
 
+// A decision's rule, blocker and named values are data a tool can read back: numbers stay
+// numbers (to nine significant digits), words stay words, an unbounded number is written as a
+// word, and an unknown blocker is an error at its place.
+TEST(Formats, ADecisionsBlockerAndNamedValuesRoundTrip) {
+  Schedule s;
+  s.model.path = "m.pt";
+  s.ops = sampleProfile().ops;
+  Decision d;
+  d.value_id = 2;
+  d.producer = 1;
+  d.consumers = {2};
+  d.anchor = s.ops[1].anchor;
+  d.layout = sampleProfile().records[0].layout;
+  d.rule = "noise-margin";
+  d.blocker = Blocker::BelowMargin;
+  d.values = {{"saving_ms", 0.009545218000000005},
+              {"op", std::string("aten::view")},
+              {"output_error", std::numeric_limits<double>::infinity()}};
+  d.reason = "saving 0.0095 ms does not beat ...";
+  s.decisions.push_back(d);
+  json js = toJson(s);
+  const json& jd = js["decisions"][0];
+  EXPECT_EQ(jd["blocker"], "below-margin");
+  EXPECT_EQ(jd["values"]["saving_ms"], 0.009545218);
+  EXPECT_EQ(jd["values"]["op"], "aten::view");
+  EXPECT_EQ(jd["values"]["output_error"], "inf");
+  const Schedule back = scheduleFromJson(js, "s.json");
+  EXPECT_EQ(back.decisions[0].blocker, Blocker::BelowMargin);
+  EXPECT_EQ(back.decisions[0].rule, "noise-margin");
+  ASSERT_EQ(back.decisions[0].values.size(), 3u);
+  EXPECT_EQ(toJson(back), js);
+  // An edit made has no blocker; a schedule from before blockers reads as none.
+  js["decisions"][0].erase("blocker");
+  js["decisions"][0].erase("values");
+  EXPECT_EQ(scheduleFromJson(js, "s.json").decisions[0].blocker, Blocker::None);
+  EXPECT_TRUE(scheduleFromJson(js, "s.json").decisions[0].values.empty());
+  js["decisions"][0]["blocker"] = "bad-luck";
+  EXPECT_EQ(scheduleErrorWhere(js), "s.json: /decisions/0/blocker");
+  js["decisions"][0]["blocker"] = "plan";
+  js["decisions"][0]["values"] = {{"saving_ms", json::array()}};
+  EXPECT_EQ(scheduleErrorWhere(js), "s.json: /decisions/0/values/saving_ms");
+}
+
 TEST(Formats, TruncatedJsonReportsLineAndColumn) {
   std::string text = dumpDocument(toJson(sampleProfile()), false);
   text.resize(text.size() / 2);

@@ -33,6 +33,27 @@ enum class RewriteForm { Portable, Fast };
 /// format (`to_mkldnn` at a region's entries, `to_dense` at its exits).
 enum class LayoutTarget { Contiguous, ChannelsLast, ChannelsLast3d, Blocked };
 
+/// What kept a site from the edit it was weighed for (a decision's `blocker`), one kind a tool
+/// can count; None for an edit made. The rule that decided (`rule`) says which check it was.
+enum class Blocker {
+  None,
+  Written,         // the value, or a conversion's input or output, is written in place
+  NoCostModel,     // no cost model prices the conversion
+  OutputBits,      // a consumer's outputs move beyond the tolerance (any bit under --exact)
+  OutputLayout,    // a consumer's output changes layout, and what runs after it was not weighed
+  Unmeasured,      // a consumer (or the region) could not be measured
+  NeedsContiguous, // a consumer needs the conversion's contiguous output
+  NothingToGain, // no consumer reads data a layout can speed up (sizes, views, a copy made anyway)
+  BelowMargin,   // a gain, but not beyond the noise margin or the smallest gain worth an edit
+  NoSourceEdit,  // libtorch makes it: the program has no expression of its own to edit
+  NotRecorded,   // the conversion's input was not recorded
+  OtherFormat,   // the conversion makes another memory format
+  NeedsRuntime,  // a region layout only the runtime's ops run (xsched --form fast)
+  Unfrozen,      // a region of a model profiled unfrozen
+  OtherShape,    // slower, unmeasured or not a region at another shape profiled
+  Plan,          // the plan's choice: the solver, the memory budget, an overlapping edit, a region
+};
+
 template <class E> struct EnumNames;
 template <> struct EnumNames<ModelFormat> {
   static constexpr std::pair<ModelFormat, const char*> table[] = {
@@ -57,6 +78,26 @@ template <> struct EnumNames<LayoutTarget> {
       {LayoutTarget::ChannelsLast, "channels_last"},
       {LayoutTarget::ChannelsLast3d, "channels_last_3d"},
       {LayoutTarget::Blocked, "blocked"}};
+};
+
+template <> struct EnumNames<Blocker> {
+  static constexpr std::pair<Blocker, const char*> table[] = {
+      {Blocker::None, "none"},
+      {Blocker::Written, "written"},
+      {Blocker::NoCostModel, "no-cost-model"},
+      {Blocker::OutputBits, "output-bits"},
+      {Blocker::OutputLayout, "output-layout"},
+      {Blocker::Unmeasured, "unmeasured"},
+      {Blocker::NeedsContiguous, "needs-contiguous"},
+      {Blocker::NothingToGain, "nothing-to-gain"},
+      {Blocker::BelowMargin, "below-margin"},
+      {Blocker::NoSourceEdit, "no-source-edit"},
+      {Blocker::NotRecorded, "not-recorded"},
+      {Blocker::OtherFormat, "other-format"},
+      {Blocker::NeedsRuntime, "needs-runtime"},
+      {Blocker::Unfrozen, "unfrozen"},
+      {Blocker::OtherShape, "other-shape"},
+      {Blocker::Plan, "plan"}};
 };
 
 template <class E> const char* toString(E e) {

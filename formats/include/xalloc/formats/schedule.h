@@ -1,6 +1,8 @@
 // schedule.json: one decision per conversion site, and what the scheduler predicts they achieve.
 #pragma once
 
+#include <variant>
+
 #include "xalloc/formats/region.h"
 #include "xalloc/formats/types.h"
 
@@ -17,6 +19,17 @@ enum class Action { None, Sync, Async, Remove };
 const char* actionName(Action a);
 /// Parses "none" | "sync" | "async" | "remove"; nullopt otherwise.
 std::optional<Action> parseAction(const std::string& s);
+
+/// A number or a word a decision rests on, by name ("saving_ms": 0.12, "op": "aten::view"),
+/// as an LLVM remark's arguments: the rule that decided gives them, the reason is the words
+/// xsched's wording puts around them. Times end in `_ms`; flags are 0 or 1.
+struct NamedValue {
+  std::string name;
+  std::variant<double, std::string> value;
+};
+using NamedValues = std::vector<NamedValue>;
+/// Sets `name` in `values`: replaced where it is, added at the end where it is not.
+void setValue(NamedValues& values, const std::string& name, std::variant<double, std::string> v);
 
 struct Decision {
   std::int64_t value_id = 0;
@@ -40,6 +53,10 @@ struct Decision {
   /// "layout-region" (inside a region that runs in another layout), "region" (a region's own
   /// decision). Empty in schedules written before it was recorded.
   std::string rule;
+  /// What kept the site from its edit (None for an edit made), and the named values the rule
+  /// weighed; `reason` says both in words.
+  Blocker blocker = Blocker::None;
+  NamedValues values;
   /// The layout a sync/async conversion makes (a region's: the memory format of the layout it
   /// runs in); for a value decision, row-major contiguous or channels-last.
   LayoutTarget target = LayoutTarget::Contiguous;
