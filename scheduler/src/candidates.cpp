@@ -16,12 +16,6 @@ using formats::Action;
 using formats::Decision;
 using formats::Profile;
 
-std::string fmtMs(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
-  return buf;
-}
-
 std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
                                                  const std::vector<Candidate>& cands) {
   const bool program = p.model.format == formats::ModelFormat::LibtorchProgram;
@@ -42,13 +36,13 @@ std::vector<std::vector<std::size_t>> editGroups(const Profile& p,
   return groups;
 }
 
-void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& group) {
-  if (group.size() < 2)
+void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& members) {
+  if (members.size() < 2)
     return;
   const Candidate* veto = nullptr;
   const Candidate* idle = nullptr; // a member none alone
   double net = 0, var = 0;
-  for (std::size_t i : group) {
+  for (std::size_t i : members) {
     Candidate& c = cands[i];
     c.can_async = false;
     if (c.veto && !veto)
@@ -59,34 +53,40 @@ void reconcile(std::vector<Candidate>& cands, const std::vector<std::size_t>& gr
     var += c.margin * c.margin;
   }
   const double margin = std::sqrt(var);
-  const std::string calls =
-      "one edit changes all " + std::to_string(group.size()) + " calls of this expression";
-  auto on = [](const Candidate& c) {
-    return "the call on " + c.decision.layout.sizesText() + ": " + c.decision.reason;
+  // The group's numbers, on each member: what the summed gain and margin were.
+  auto group = [&](Decision& d, bool vetoed) {
+    formats::setValue(d.values, "calls", static_cast<double>(members.size()));
+    formats::setValue(d.values, "group_net_ms", net);
+    formats::setValue(d.values, "group_margin_ms", margin);
+    formats::setValue(d.values, "vetoed", vetoed ? 1.0 : 0.0);
   };
-  std::string reason;
-  if (veto)
-    reason = calls + ", and it is ruled out for " + on(*veto);
-  else if (net <= margin && idle)
-    reason = calls + ", and together they gain " + fmtMs(net) + ", not more than the margin " +
-             fmtMs(margin) + " (" + on(*idle) + ")";
-  if (!reason.empty()) {
-    for (std::size_t i : group)
-      if (cands[i].decision.action != Action::None) {
-        cands[i].decision.action = Action::None;
-        cands[i].decision.reason = reason;
-        cands[i].rule = "one-edit";
-      }
+  const Candidate* decider = veto ? veto : net <= margin ? idle : nullptr;
+  if (decider) {
+    const Decision member = decider->decision;
+    for (std::size_t i : members) {
+      Decision& d = cands[i].decision;
+      if (d.action == Action::None)
+        continue;
+      d.action = Action::None;
+      d.values = member.values;
+      d.blocker = veto ? member.blocker : formats::Blocker::BelowMargin;
+      group(d, veto != nullptr);
+      formats::setValue(d.values, "member_value", static_cast<double>(member.value_id));
+      d.rule = cands[i].rule = "one-edit";
+      d.reason = wording::groupReason(siteOf(cands[i]), d, &member);
+    }
     return;
   }
   if (!idle || net > margin)
-    for (std::size_t i : group) {
+    for (std::size_t i : members) {
       Decision& d = cands[i].decision;
+      group(d, false);
+      formats::setValue(d.values, "own_rule", std::string(cands[i].rule));
       if (d.action != cands[i].edit)
-        cands[i].rule = "one-edit";
+        d.rule = cands[i].rule = "one-edit";
       d.action = cands[i].edit;
-      d.reason +=
-          "; " + calls + ": together they gain " + fmtMs(net) + " (margin " + fmtMs(margin) + ")";
+      d.blocker = formats::Blocker::None;
+      d.reason = wording::groupReason(siteOf(cands[i]), d, nullptr);
     }
 }
 
@@ -124,9 +124,12 @@ void resolveOverlaps(const Profile& p, std::vector<Candidate>& cands,
           if (d.action == formats::Action::None)
             continue;
           d.action = formats::Action::None;
-          d.reason = v->reason;
+          d.rule = cands[i].rule = rule.name;
+          d.blocker = formats::Blocker::Plan;
+          for (const auto& nv : v->values)
+            formats::setValue(d.values, nv.name, nv.value);
+          d.reason = wording::reason(siteOf(cands[i]), d);
           cands[i].can_async = false;
-          cands[i].rule = rule.name;
         }
         return loser;
       }

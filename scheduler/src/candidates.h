@@ -8,6 +8,8 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/formats/schedule.h"
 
+#include "wording.h"
+
 namespace xalloc::scheduler {
 
 /// A site as the per-site rules see it: the decision they would take alone, and what an async
@@ -30,8 +32,10 @@ struct Candidate {
   const char* rule = "";                        // the rule that gave the verdict (rules/rules.def)
 };
 
-/// "0.1234 ms"
-std::string fmtMs(double ms);
+/// Whose rules decided the candidate: a value's sync rules, or a conversion's remove rules.
+inline wording::Site siteOf(const Candidate& c) {
+  return c.edit == formats::Action::Remove ? wording::Site::Conversion : wording::Site::Value;
+}
 
 /// The candidates one source edit decides together, as lists of indices into `cands`. In a
 /// program's profile a site is an expression of the program's source, reached under one call

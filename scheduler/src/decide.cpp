@@ -119,16 +119,24 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       d.rule = "solver";
       d.window_id = w->id;
       d.predicted_cost_ms = cands[i].cost;
-      d.reason = "saves " + fmtMs(cands[i].saving) + " in " + std::to_string(d.consumers.size()) +
-                 " consumer(s) for a hand-off of " + fmtMs(o.async_overhead_ms) + "; the " +
-                 fmtMs(cands[i].cost) + " conversion is hidden in " + w->kind + " window " +
-                 std::to_string(w->id) + " (ops " + std::to_string(w->after_op_id) + ".." +
-                 std::to_string(w->before_op_id) + ", " + fmtMs(w->duration_ms) + ")";
+      d.blocker = formats::Blocker::None;
+      for (auto& [name, value] :
+           formats::NamedValues{{"saving_ms", cands[i].saving},
+                                {"consumers", static_cast<double>(d.consumers.size())},
+                                {"handoff_ms", o.async_overhead_ms},
+                                {"cost_ms", cands[i].cost},
+                                {"window_kind", w->kind},
+                                {"window", static_cast<double>(w->id)},
+                                {"after_op", static_cast<double>(w->after_op_id)},
+                                {"before_op", static_cast<double>(w->before_op_id)},
+                                {"window_ms", w->duration_ms}})
+        formats::setValue(d.values, name, std::move(value));
+      d.reason = wording::reason(siteOf(cands[i]), d);
     } else if (action == Action::None && d.action != Action::None) {
       d.action = Action::None;
       d.rule = o.memory_budget_bytes ? "memory-budget" : "solver";
-      d.reason = o.memory_budget_bytes ? "dropped to stay within the memory budget"
-                                       : "dropped by the solver";
+      d.blocker = formats::Blocker::Plan;
+      d.reason = wording::reason(siteOf(cands[i]), d);
     }
     if (d.action != Action::Sync && d.action != Action::Remove)
       d.fused_template_input.reset(); // only a conversion made (or kept) right after its producer
@@ -147,8 +155,9 @@ formats::Schedule makeSchedule(const Profile& p, const formats::Cost& cost, cons
       d.window_id.reset();
       d.fused_template_input.reset();
       d.rule = "layout-region";
-      d.reason = "inside layout region " + std::to_string(*region) +
-                 ", which runs in another layout as a whole";
+      d.blocker = formats::Blocker::Plan;
+      formats::setValue(d.values, "region", static_cast<double>(*region));
+      d.reason = wording::reason(wording::Site::Value, d);
     }
   }
   for (const auto& r : regions) {

@@ -7,6 +7,7 @@
 
 #include "rules/rule.h"
 #include "site_facts.h"
+#include "wording.h"
 
 namespace xalloc::scheduler {
 
@@ -50,13 +51,27 @@ private:
   // A verdict that edits, checked by the edit rules (a site no source edit can reach).
   void checkEdit(Candidate& c, const formats::Op& producer) const {
     for (const auto& rule : rules::editRules())
-      if (auto reason = rule.check({p_, producer, c.decision, c.can_async})) {
-        c.decision.reason = std::move(*reason);
-        c.decision.action = Action::None;
+      if (auto v = rule.check({p_, producer, c.decision, c.can_async})) {
+        Decision& d = c.decision;
+        d.action = v->action;
+        d.rule = rule.name;
+        d.blocker = v->blocker;
+        d.values = std::move(v->values);
+        d.reason = wording::reason(siteOf(c), d);
         c.can_async = false;
         c.rule = rule.name;
         return;
       }
+  }
+
+  // The verdict of `rule` as the decision's data, and its words.
+  static void take(const char* rule, rules::Verdict& v, Decision& d, Candidate& c) {
+    d.action = v.action;
+    d.rule = rule;
+    d.blocker = v.blocker;
+    d.values = std::move(v.values);
+    c.rule = rule;
+    c.veto = v.veto;
   }
 
   Decision base(const Record& r, const formats::Op& producer) const {
@@ -78,10 +93,7 @@ private:
       if (!v)
         continue;
       Decision d = base(r, producer);
-      d.action = v->action;
-      d.reason = std::move(v->reason);
-      c.rule = rule.name;
-      c.veto = v->veto;
+      take(rule.name, *v, d, c);
       if (v->carries != rules::Carries::Nothing) {
         d.consumers = v->carries == rules::Carries::Gaining ? s.gaining : s.candidates;
         d.predicted_cost_ms = s.cost;
@@ -98,11 +110,11 @@ private:
         if (d.action == Action::Sync && s.fused_template &&
             d.consumers.size() == r.consumers.size()) {
           d.fused_template_input = s.fused_template;
-          d.reason += "; fused into its producer (" + r.producer_fusion->op + " writes it " +
-                      "row-major itself, measured " + fmtMs(s.fusion_saving) +
-                      " faster than converting after it)";
+          d.values.push_back({"fused_op", r.producer_fusion->op});
+          d.values.push_back({"fusion_saving_ms", s.fusion_saving});
         }
       }
+      d.reason = wording::reason(wording::Site::Value, d);
       c.decision = std::move(d);
       return;
     }
@@ -121,10 +133,8 @@ private:
       d.predicted_cost_ms = conv.duration_ms;
       if (s.input && s.input->producer_op)
         d.input_anchor = p_.findOp(*s.input->producer_op)->anchor;
-      d.action = v->action;
-      d.reason = std::move(v->reason);
-      c.rule = rule.name;
-      c.veto = v->veto;
+      take(rule.name, *v, d, c);
+      d.reason = wording::reason(wording::Site::Conversion, d);
       if (v->carries == rules::Carries::Call) {
         c.saving = conv.duration_ms;
       } else if (v->carries == rules::Carries::Measured) {
@@ -149,15 +159,13 @@ private:
       if (!v)
         continue;
       Decision& d = c.decision;
-      d.action = v->action;
+      take(rule.name, *v, d, c);
+      d.reason = wording::reason(wording::Site::Conversion, d);
       d.fused_template_input = s.input->producer_fusion->template_input;
       // As a removal's: the time the conversion took goes (here, what the fusion saves), and
       // the consumers take no longer.
       d.predicted_cost_ms = k.gain;
       d.predicted_saving_ms = 0;
-      d.reason = std::move(v->reason);
-      c.rule = rule.name;
-      c.veto = v->veto;
       c.saving = k.gain;
       c.cost = 0;
       c.margin = k.margin;
@@ -181,7 +189,8 @@ std::vector<SiteVerdict> siteVerdicts(const Profile& p, const formats::Cost& cos
                                       const SchedOptions& o) {
   std::vector<SiteVerdict> out;
   for (const Candidate& c : decideSites(p, cost, o))
-    out.push_back({c.decision.value_id, c.decision.action, c.veto, c.rule});
+    out.push_back({c.decision.value_id, c.decision.action, c.veto, c.rule, c.decision.blocker,
+                   c.decision.values, c.decision.reason});
   return out;
 }
 

@@ -126,6 +126,17 @@ std::string explainSchedule(const formats::Schedule& s) {
         << fmt("%8.4f %8.4f", d.predicted_cost_ms, d.predicted_saving_ms) << "  "
         << (d.rule.empty() ? "" : "[" + d.rule + "] ") << d.reason << "\n";
   }
+  // What kept the sites left alone, by kind (the decisions' blockers, in the enum's order):
+  // whether more gains wait on the noise, on the tolerance or on what xprof could measure.
+  std::string blocked;
+  for (const auto& [kind, name] : formats::EnumNames<formats::Blocker>::table) {
+    const auto n = std::count_if(s.decisions.begin(), s.decisions.end(),
+                                 [kind = kind](const auto& d) { return d.blocker == kind; });
+    if (kind != formats::Blocker::None && n > 0)
+      blocked += (blocked.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
+  }
+  if (!blocked.empty())
+    out << "left alone: " << blocked << "\n";
   const auto& m = s.summary;
   // A program's prediction is of its whole profiled run (xprof's own work taken out), or, from
   // a profile without that time, of the calls the hook timed at the program's own sites only

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "candidates.h"
+#include "wording.h"
 #include "xalloc/costfit/cost_model.h"
 
 namespace xalloc::scheduler {
@@ -26,12 +27,6 @@ using formats::Decision;
 using formats::RegionCandidate;
 
 namespace {
-
-std::string pct(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * x);
-  return buf;
-}
 
 // The profile's op for a region's first op (the unfrozen graph numbers it), if it has one.
 const formats::Op* profileOpFor(const formats::Profile& p, const formats::Anchor& a) {
@@ -58,11 +53,24 @@ double regionBound(const formats::Region& g, const SchedOptions& o) {
   return o.within_noise ? formats::noiseBound(o.tolerance, g.rounding_error) : o.tolerance;
 }
 
+// Why a layout may not be chosen for a region, as data: the blocker (None when it may be) and
+// the numbers behind it; wording.cpp says it.
+struct Ineligible {
+  formats::Blocker blocker = formats::Blocker::None;
+  formats::NamedValues values;
+  bool ok() const { return blocker == formats::Blocker::None; }
+  void set(formats::Blocker b, formats::NamedValues v = {}) {
+    blocker = b;
+    values = std::move(v);
+  }
+};
+
 // A candidate measured at one shape: its gain over the region as it is, and the noise margin.
 struct Measured {
-  std::string why; // why it may not be chosen at this shape ("" when it may)
+  Ineligible why; // why it may not be chosen at this shape
   double as_is_ms = 0, gain = 0, margin = 0;
-  std::string rounds; // "faster in 14 of 15 paired rounds" when the sign test set the margin
+  /// When the sign test set the margin: faster in this many of that many paired rounds.
+  std::int64_t faster_rounds = 0, rounds = 0;
 };
 
 // One-sided sign test: the chance of `k` or more of `n` fair coin flips coming up heads.
@@ -93,22 +101,22 @@ Measured measure(const formats::Region& g, const RegionCandidate& c, std::int64_
     const double floor = std::max(floor_ms, o.min_region_gain * as_is.time_ms);
     if (floor < m.margin) {
       m.margin = floor;
-      m.rounds = "faster in " + std::to_string(*c.faster_rounds) + " of " +
-                 std::to_string(*c.rounds) + " paired rounds";
+      m.faster_rounds = *c.faster_rounds;
+      m.rounds = *c.rounds;
     }
   }
   if (!withinTolerance(c.identical_output, c.output_error, regionBound(g, o))) {
+    formats::NamedValues v;
     if (o.tolerance > 0 && c.output_error) {
-      m.why = "moves the outputs by " + fmtSci(*c.output_error) + " of their scale, beyond the " +
-              "tolerance " + fmtSci(o.tolerance);
+      v = {{"output_error", *c.output_error}, {"tolerance", o.tolerance}};
       if (g.rounding_error && o.within_noise)
-        m.why += " and beyond twice what one ulp of its inputs moves them (" +
-                 fmtSci(*g.rounding_error) + ")";
+        v.push_back({"rounding_error", *g.rounding_error});
       if (std::isfinite(*c.output_error) && *c.output_error <= formats::kMaxTolerance)
-        m.why += "; --tolerance " + fmtSci(*c.output_error * 1.05) + " would let it in";
+        v.push_back({"tolerance_needed", *c.output_error * 1.05});
     } else {
-      m.why = "changes the outputs' bits (--exact)";
+      v = {{"exact", 1.0}};
     }
+    m.why.set(formats::Blocker::OutputBits, std::move(v));
   }
   return m;
 }
@@ -145,12 +153,6 @@ std::string inputShapes(const formats::Profile& p) {
   return s;
 }
 
-std::string fmtSci(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1e", x);
-  return buf;
-}
-
 namespace {
 
 // A candidate that may be chosen but for the noise: its measured gain and margin, and, once the
@@ -158,17 +160,24 @@ namespace {
 struct RegionOption {
   const RegionCandidate* c = nullptr;
   double gain = 0, margin = 0, score = 0;
-  bool clear = false;       // faster beyond the noise on its own
-  std::string per_shape;    // at each shape profiled (--shape-profile)
+  bool clear = false; // faster beyond the noise on its own
+  /// At each shape profiled (--shape-profile): the region's time as it is and in this layout.
+  struct AtShape {
+    std::string shape;
+    double as_is_ms, after_ms;
+  };
+  std::vector<AtShape> per_shape;
   double own_border_ms = 0; // this region's own border conversions saved (its measurement's)
   std::vector<std::int64_t> shared_with;
-  std::string rounds; // Measured::rounds
+  std::int64_t faster_rounds = 0, rounds = 0; // Measured's
 };
 
 // One region's options and what blocked the others.
 struct Options {
   std::vector<RegionOption> options;
-  std::string blocked_why;
+  /// The layout that would gain most of those that may not be chosen, and why not.
+  std::string blocked_layout;
+  Ineligible blocked_why;
   double blocked_gain = 0;
   int chosen = -1; // index into options; -1: as it is
 };
@@ -249,12 +258,13 @@ void chooseWithNeighbours(const formats::Profile& p, const costfit::CostPredicto
   }
 }
 
+// "3,4,5": the ids, sorted, each once.
 std::string regionList(std::vector<std::int64_t> ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::string s;
   for (std::size_t i = 0; i < ids.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ") + std::to_string(ids[i]);
+    s += (i == 0 ? "" : ",") + std::to_string(ids[i]);
   return s;
 }
 
@@ -275,55 +285,59 @@ std::vector<Options> regionOptions(const formats::Profile& p, const SchedOptions
         continue;
       const Measured m = measure(g, c, p.settings.repeats, o, floor_ms);
       const double gain = m.gain, margin = m.margin;
-      std::string why = m.why;
-      if (why.empty() && c.needsRuntime() && o.form != formats::RewriteForm::Fast)
-        why = "needs the runtime's ops (xsched --form fast)";
+      Ineligible why = m.why;
+      if (why.ok() && c.needsRuntime() && o.form != formats::RewriteForm::Fast)
+        why.set(formats::Blocker::NeedsRuntime);
       // Over a set of shapes: not slower beyond the noise at any, faster beyond it at one, the
       // best by the geometric mean of its time over the region's as it is. One shape: faster
       // beyond the noise, the best by the time saved (or, but for the noise, with what its
       // neighbours save: chooseWithNeighbours).
       double score = gain;
-      std::string per_shape;
+      std::vector<RegionOption::AtShape> per_shape;
       bool near = false;
-      if (why.empty() && shapes) {
+      if (why.ok() && shapes) {
         bool faster = false;
         double log_ratio = 0;
         auto consider = [&](const std::string& at, const Measured& mk) {
-          if (!mk.why.empty())
-            why = mk.why + " at " + at;
-          else if (mk.gain < -mk.margin)
-            why = "is slower at " + at + " by " + fmtMs(-mk.gain);
+          if (!mk.why.ok()) {
+            why = mk.why;
+            why.values.push_back({"at", at});
+          } else if (mk.gain < -mk.margin) {
+            why.set(formats::Blocker::OtherShape, {{"at", at}, {"slower_ms", -mk.gain}});
+          }
           faster = faster || mk.gain > mk.margin;
           log_ratio += std::log((mk.as_is_ms - mk.gain) / mk.as_is_ms);
-          per_shape += (per_shape.empty() ? "" : ", ") + at + " " + fmtMs(mk.as_is_ms) + " -> " +
-                       fmtMs(mk.as_is_ms - mk.gain);
+          per_shape.push_back({at, mk.as_is_ms, mk.as_is_ms - mk.gain});
         };
         consider(labels.front(), m);
-        for (std::size_t k = 0; k < o.other_shapes->size() && why.empty(); ++k) {
+        for (std::size_t k = 0; k < o.other_shapes->size() && why.ok(); ++k) {
           const formats::Profile& q = (*o.other_shapes)[k];
           const formats::Region* h = nullptr;
           const RegionCandidate* hc = atShape(q, g, c, &h);
           if (!hc) {
-            why = (h ? "was not measured at " : "is not a region at ") + labels[k + 1];
+            why.set(h ? formats::Blocker::Unmeasured : formats::Blocker::OtherShape,
+                    {{"at", labels[k + 1]}});
             break;
           }
           consider(labels[k + 1], measure(*h, *hc, q.settings.repeats, o, floor_ms));
         }
-        if (why.empty() && !faster)
-          why = "is faster beyond the noise at none of the shapes";
+        if (why.ok() && !faster)
+          why.set(formats::Blocker::BelowMargin);
         score = -log_ratio / static_cast<double>(1 + o.other_shapes->size());
-      } else if (why.empty() && !(gain > margin)) {
-        why = "saves " + fmtMs(gain) + ", within the noise margin " + fmtMs(margin);
+      } else if (why.ok() && !(gain > margin)) {
+        why.set(formats::Blocker::BelowMargin, {{"gain_ms", gain}, {"margin_ms", margin}});
         near = true;
       }
-      if (why.empty() || near)
-        opts.options.push_back({&c, gain, margin, score, why.empty(), per_shape, 0, {}, m.rounds});
-      if (why.empty()) {
+      if (why.ok() || near)
+        opts.options.push_back(
+            {&c, gain, margin, score, why.ok(), per_shape, 0, {}, m.faster_rounds, m.rounds});
+      if (why.ok()) {
         if (opts.chosen < 0 || score > opts.options[static_cast<std::size_t>(opts.chosen)].score)
           opts.chosen = static_cast<int>(opts.options.size() - 1);
       } else if (gain > opts.blocked_gain) {
         opts.blocked_gain = gain;
-        opts.blocked_why = c.name() + " " + why;
+        opts.blocked_layout = c.name();
+        opts.blocked_why = why;
       }
     }
   }
@@ -348,64 +362,68 @@ RegionVerdict verdictOf(const formats::Profile& p, const formats::Region& g, con
   if (!g.entries.empty())
     d.layout = g.entries.front();
   const RegionCandidate& as_is = g.candidates.front();
-  const bool linear = g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear";
-  const std::string what =
-      linear ? "a linear" + std::string(g.ref.nodes.size() > 1 ? " and its activation" : "")
-             : std::to_string(g.ref.nodes.size()) + " ops, " + std::to_string(g.ref.convolutions) +
-                   " convolution(s)";
-  const std::string head = "region " + std::to_string(g.ref.id) + " (" + what + ")";
-  if (!p.model.frozen.value_or(false)) {
+  // The region, for its head: "region 3 (12 ops, 4 convolution(s))", "region 5 (a linear)".
+  d.values = {
+      {"region", static_cast<double>(g.ref.id)},
+      {"ops", static_cast<double>(g.ref.nodes.size())},
+      {"convolutions", static_cast<double>(g.ref.convolutions)},
+      {"linear", g.ref.convolutions == 0 && g.ref.nodes.front().op == "aten::linear" ? 1.0 : 0.0}};
+  auto decided = [&](formats::Blocker b, formats::NamedValues more = {}) {
+    d.blocker = b;
+    d.values.insert(d.values.end(), more.begin(), more.end());
+    d.reason = wording::reason(wording::Site::Region, d);
+    return v;
+  };
+  if (!p.model.frozen.value_or(false))
     // The regions were measured on the model frozen; this plan is for the model as profiled,
     // whose weights are attributes that a rewrite cannot re-lay once.
-    d.reason = head + " left as it is: the model was profiled unfrozen (profile it with xprof "
-                      "--freeze, and rewrite with xrewrite --freeze, to re-lay its weights "
-                      "once)";
-    return v;
-  }
-  if (!g.note.empty() || !as_is.measured) {
-    d.reason = head + " not measured" + (g.note.empty() ? "" : ": " + g.note);
-    return v;
-  }
+    return decided(formats::Blocker::Unfrozen);
+  if (!g.note.empty() || !as_is.measured)
+    return decided(formats::Blocker::Unmeasured, {{"note", g.note}});
   if (opts.chosen < 0) {
-    d.reason = head + " left as it is" +
-               (opts.blocked_why.empty() ? ": no layout measured faster" : ": " + opts.blocked_why);
-    return v;
+    if (opts.blocked_why.ok())
+      return decided(formats::Blocker::NothingToGain);
+    formats::NamedValues why = opts.blocked_why.values;
+    why.insert(why.begin(), {"layout", opts.blocked_layout});
+    return decided(opts.blocked_why.blocker, std::move(why));
   }
   const RegionOption& best = opts.options[static_cast<std::size_t>(opts.chosen)];
-  const std::string conversions = " measured with its " + std::to_string(g.entries.size()) +
-                                  " entry and " + std::to_string(g.exits.size()) +
-                                  " exit conversion(s) (";
   d.action = Action::Sync;
   d.setRegion(g.ref, best.c->traits());
+  formats::NamedValues chosen{{"layout", best.c->name()},
+                              {"entries", static_cast<double>(g.entries.size())},
+                              {"exits", static_cast<double>(g.exits.size())}};
   if (shapes) {
     d.holds_for = labels;
-    d.reason = head + " runs as " + best.c->name() + " at every shape profiled: " + best.per_shape +
-               conversions + pct(1 - std::exp(-best.score)) + " faster, geometric mean)";
-  } else {
-    d.reason = head + " runs as " + best.c->name() + ": " + fmtMs(as_is.time_ms) + " -> " +
-               fmtMs(as_is.time_ms - best.gain) + conversions + pct(best.gain / as_is.time_ms) +
-               " faster, margin " + fmtMs(best.margin);
-    if (!best.rounds.empty()) {
-      d.reason += ": ";
-      d.reason += best.rounds;
-      d.reason += ", which outliers of either cannot sway; their spread alone would ask more";
+    chosen.push_back({"shapes", static_cast<double>(best.per_shape.size())});
+    for (std::size_t k = 0; k < best.per_shape.size(); ++k) {
+      const std::string i = std::to_string(k);
+      chosen.push_back({"shape_" + i, best.per_shape[k].shape});
+      chosen.push_back({"as_is_ms_" + i, best.per_shape[k].as_is_ms});
+      chosen.push_back({"after_ms_" + i, best.per_shape[k].after_ms});
     }
-    d.reason += ")";
+    chosen.push_back({"speedup", 1 - std::exp(-best.score)});
+  } else {
+    chosen.push_back({"as_is_ms", as_is.time_ms});
+    chosen.push_back({"after_ms", as_is.time_ms - best.gain});
+    chosen.push_back({"gain_ms", best.gain});
+    chosen.push_back({"margin_ms", best.margin});
+    if (best.rounds) {
+      chosen.push_back({"faster_rounds", static_cast<double>(best.faster_rounds)});
+      chosen.push_back({"rounds", static_cast<double>(best.rounds)});
+    }
     if (!best.shared_with.empty()) {
-      d.reason += best.clear ? "; " : "; within the noise on its own, but ";
-      d.reason += "its border(s) with region(s) ";
-      d.reason += regionList(best.shared_with);
-      d.reason += ", channels-last as well, convert nothing: ";
-      d.reason += fmtMs(2 * best.own_border_ms);
-      d.reason += " saved there (predicted)";
+      chosen.push_back({"shared_with", regionList(best.shared_with)});
+      chosen.push_back({"clear", best.clear ? 1.0 : 0.0});
+      chosen.push_back({"border_ms", 2 * best.own_border_ms});
     }
   }
   if (!best.c->identical_output && best.c->output_error) {
-    d.reason += "; outputs within " + fmtSci(*best.c->output_error) + " of their scale";
+    chosen.push_back({"output_error", *best.c->output_error});
     if (*best.c->output_error > o.tolerance && g.rounding_error && o.within_noise)
-      d.reason += ", within twice what one ulp of its inputs moves them (" +
-                  fmtSci(*g.rounding_error) + "): float32 rounding's own effect";
+      chosen.push_back({"rounding_error", *g.rounding_error});
   }
+  decided(formats::Blocker::None, std::move(chosen));
   // Its own border conversions are its to count (its neighbours count theirs).
   v.gain = best.gain + best.own_border_ms;
   d.predicted_saving_ms = v.gain;

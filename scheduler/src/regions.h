@@ -41,7 +41,4 @@ private:
   std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::int64_t> by_site_;
 };
 
-/// "1.2e-06"
-std::string fmtSci(double x);
-
 } // namespace xalloc::scheduler

@@ -131,34 +131,6 @@ std::optional<SiteFacts::After> SiteFacts::followed(const formats::ConsumerTimin
   return a;
 }
 
-// A program's site: how often its value is made and read in the program's run, when not once.
-std::string SiteFacts::madeAndRead(double made, double read) {
-  if (made == 1 && read == 1)
-    return "";
-  auto times = [](double n) {
-    return n == 1   ? std::string("once")
-           : n == 2 ? std::string("twice")
-                    : std::to_string(std::llround(n)) + " times";
-  };
-  return " (made " + times(made) + " and read " + times(read) + " in the program's run)";
-}
-
-// "" for a site that runs once per run of the model, else how often it runs.
-// `weighted`: what its trips add up to in units of the trip measured (weightedRuns).
-std::string SiteFacts::perRun(double runs, double weighted) {
-  if (runs == 1)
-    return "";
-  char buf[160];
-  if (std::abs(weighted - runs) < 0.005 * runs)
-    std::snprintf(buf, sizeof buf, " (it runs %.0f times per run of the model)", runs);
-  else
-    std::snprintf(buf, sizeof buf,
-                  " (it runs %.0f times per run of the model; by their bytes its trips add up "
-                  "to %.2f of the one measured)",
-                  runs, weighted);
-  return buf;
-}
-
 // The facts the sync rules read: each consumer classified and weighed, the conversion priced.
 rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& producer) const {
   rules::SyncSite s(r, producer, p_);
@@ -261,7 +233,7 @@ rules::SyncSite SiteFacts::syncFacts(const Record& r, const formats::Op& produce
                                    "; conversion costs must be non-negative");
   s.margin = marginFor(var, served_ms + std::max(0.0, s.cost));
   s.margin_is_floor = !(s.margin > floor_ms_);
-  s.made_and_read = s.program ? madeAndRead(s.runs, s.reads) : perRun(runsOf(producer.id), s.runs);
+  s.producer_runs = runsOf(producer.id);
   return s;
 }
 
@@ -284,12 +256,13 @@ rules::RemoveSite SiteFacts::removeFacts(const Record& r, const formats::Op& con
   for (const auto& c : r.consumers) {
     if (s.ops.readsOnlySizes(c.op_id))
       continue;
-    const rules::Blocker b = !c.accepts_noncontiguous ? rules::Blocker::NeedsContiguous
-                             : !c.measured || !c.time_noncontiguous_ms ? rules::Blocker::Unmeasured
-                             : !withinTolerance(c, o_.tolerance)       ? rules::Blocker::OtherBits
-                             : !c.same_output_layout                   ? rules::Blocker::OtherLayout
-                                                                       : rules::Blocker::None;
-    if (b != rules::Blocker::None) {
+    using formats::Blocker;
+    const Blocker b = !c.accepts_noncontiguous                  ? Blocker::NeedsContiguous
+                      : !c.measured || !c.time_noncontiguous_ms ? Blocker::Unmeasured
+                      : !withinTolerance(c, o_.tolerance)       ? Blocker::OutputBits
+                      : !c.same_output_layout                   ? Blocker::OutputLayout
+                                                                : Blocker::None;
+    if (b != Blocker::None) {
       s.blocker = b;
       s.blocker_op = s.ops.kind(c.op_id);
       return s;

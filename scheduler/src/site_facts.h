@@ -43,8 +43,6 @@ private:
     double in_run_ms = 0; // the followed ops' own time in the model's run
   };
   std::optional<After> followed(const formats::ConsumerTiming& c) const;
-  static std::string madeAndRead(double made, double read);
-  static std::string perRun(double runs, double weighted);
 
   const formats::Profile& p_;
   costfit::CostPredictor predictor_;

@@ -25,6 +25,12 @@ assert {"compute ops", "idle windows", "side worker: async conversions"} <= name
 assert sum(e["ph"] == "X" and e["tid"] == 1 for e in t) == len(s["ops"])
 assert sum(e["ph"] == "X" and e["tid"] == 2 for e in t) == len(s["gpu_idle_events"])
 assert s["summary"]["optimal"] is True and s["summary"]["gap"] == 0
+# Every decision says what decided it as data: a rule, a blocker for each site left alone
+# (none for an edit made), the values it weighed, and those in words.
+for d in s["decisions"]:
+    assert d["rule"] and d["reason"], d
+    assert ("blocker" in d) == (d["action"] == "none"), d
+    assert d.get("values"), d
 PY
 
   xrewrite "$model" -s "$d/schedule.json" -o "$d/out.pt" --diff -q >"$d/diff1.txt"

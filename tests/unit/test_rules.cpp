@@ -1,7 +1,12 @@
-// xsched's per-site rules (scheduler/src/rules/): each scenario checks the verdict and which
-// rule gave it, not the reason's wording. The fixture's value 10 is a transposed view read by
-// two matmuls; value 11 the output of an existing aten::contiguous read by one op.
+// xsched's per-site rules (scheduler/src/rules/): each scenario checks the verdict, which rule
+// gave it and what blocked the edit, not the reason's wording (every verdict is rendered,
+// though: a sentence that needs a value its rule did not give fails here). The fixture's value 10
+// is a transposed view read by two matmuls; value 11 the output of an existing aten::contiguous
+// read by one op.
+#include <cstdio>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,12 +22,56 @@ using xalloc::testing::verdictFor;
 
 namespace {
 
+// What blocks the edit, by the rule that decided (contiguous-input: an edit unless a consumer
+// needs the call; program-wide-edit here: a use with other output bits).
+Blocker blockerOf(const std::string& rule, Action action) {
+  static const std::vector<std::pair<std::string, Blocker>> by_rule = {
+      {"written-in-place", Blocker::Written},
+      {"no-cost-model", Blocker::NoCostModel},
+      {"output-bits", Blocker::OutputBits},
+      {"output-layout", Blocker::OutputLayout},
+      {"program-wide-edit", Blocker::OutputBits},
+      {"library-internal", Blocker::NoSourceEdit},
+      {"views", Blocker::NothingToGain},
+      {"copying-reshape", Blocker::NothingToGain},
+      {"sizes-only", Blocker::NothingToGain},
+      {"already-converted", Blocker::NothingToGain},
+      {"no-gain", Blocker::NothingToGain},
+      {"unmeasured", Blocker::Unmeasured},
+      {"noise-margin", Blocker::BelowMargin},
+      {"unrecorded-input", Blocker::NotRecorded},
+      {"other-memory-format", Blocker::OtherFormat},
+      {"needs-contiguous", Blocker::NeedsContiguous},
+      {"contiguous-input", Blocker::NeedsContiguous}};
+  if (action != Action::None)
+    return Blocker::None;
+  for (const auto& [name, blocker] : by_rule)
+    if (name == rule)
+      return blocker;
+  ADD_FAILURE() << "no blocker listed for " << rule;
+  return Blocker::None;
+}
+
 void expectVerdict(const Fixture& f, std::int64_t value, Action action, const std::string& rule,
                    bool veto) {
   const SiteVerdict v = verdictFor(f, value);
   EXPECT_EQ(v.action, action) << rule;
   EXPECT_EQ(v.rule, rule);
   EXPECT_EQ(v.veto, veto) << rule;
+  EXPECT_EQ(toString(v.blocker), std::string(toString(blockerOf(rule, action)))) << rule;
+  EXPECT_FALSE(v.reason.empty()) << rule;
+}
+
+// A named number of a verdict.
+double valueOf(const SiteVerdict& v, const std::string& name) {
+  for (const auto& nv : v.values)
+    if (nv.name == name) {
+      const double* n = std::get_if<double>(&nv.value);
+      EXPECT_NE(n, nullptr) << name << " is a number";
+      return n ? *n : 0;
+    }
+  ADD_FAILURE() << v.rule << " gives no value " << name;
+  return 0;
 }
 
 } // namespace
@@ -138,6 +187,43 @@ TEST(Rules, SmallOrNegativeGainsAreLeftAlone) {
   Fixture r; // removing a conversion its consumer needs: 0.2 costs, 0.25 saved
   r.p.records[2].consumers[0].time_noncontiguous_ms = 1.25;
   expectVerdict(r, 11, Action::None, "noise-margin", false);
+}
+
+// A verdict is data: the numbers the rule weighed, by name, and the reason is those numbers in
+// words (wording.cpp), not a second computation of them.
+TEST(Rules, AVerdictCarriesTheNumbersItWeighedAndItsReasonSaysThem) {
+  Fixture n;
+  for (auto& c : n.v().consumers)
+    c.time_contiguous_ms = c.time_as_is_ms - 0.06; // 0.12 saved for 0.1: inside the margin
+  const SiteVerdict v = verdictFor(n, 10);
+  ASSERT_EQ(v.rule, "noise-margin");
+  EXPECT_NEAR(valueOf(v, "saving_ms"), 0.12, 1e-9);
+  const double cost = valueOf(v, "cost_ms"), margin = valueOf(v, "margin_ms");
+  EXPECT_GT(cost, 0);
+  EXPECT_GE(valueOf(v, "saving_ms") - cost, -1e-12);
+  EXPECT_LE(valueOf(v, "saving_ms") - cost, margin); // why it is below the margin
+  EXPECT_NE(v.reason.find("saving 0.1200 ms"), std::string::npos) << v.reason;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f ms", margin);
+  EXPECT_NE(v.reason.find(text), std::string::npos) << v.reason;
+
+  Fixture r; // a removal: the call's time against what its consumers take longer without it
+  r.p.records[2].consumers[0].time_noncontiguous_ms = 1.25;
+  const SiteVerdict k = verdictFor(r, 11);
+  ASSERT_EQ(k.rule, "noise-margin");
+  EXPECT_NEAR(valueOf(k, "call_ms"), 0.2, 1e-9);
+  EXPECT_NEAR(valueOf(k, "extra_ms"), 0.25, 1e-9);
+  EXPECT_NE(k.reason.find("the conversion (0.2000 ms) saves its consumers 0.2500 ms"),
+            std::string::npos)
+      << k.reason;
+
+  Fixture u; // a blocked site names the consumer that blocks it, as a word
+  u.p.records[2].consumers[0].accepts_noncontiguous = false;
+  const SiteVerdict b = verdictFor(u, 11);
+  ASSERT_EQ(b.rule, "needs-contiguous");
+  ASSERT_EQ(b.values.size(), 1u);
+  EXPECT_EQ(b.values[0].name, "op");
+  EXPECT_EQ(b.reason, std::get<std::string>(b.values[0].value) + " needs a contiguous input");
 }
 
 TEST(Rules, AConstantsConversionIsFreeWhenEveryReaderGains) {

@@ -7,7 +7,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> alreadyConverted(const SyncSite& s) {
   if (s.worth() || s.converted == 0 || s.converted + s.neutral != s.consumers())
     return std::nullopt;
-  return notWorth(s, "already converted by an existing aten::contiguous");
+  return notWorth(s, formats::Blocker::NothingToGain);
 }
 
 } // namespace xalloc::scheduler::rules

@@ -8,12 +8,8 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> constantOrigin(const SyncSite& s) {
   if (!s.constant || !s.worth())
     return std::nullopt;
-  return Verdict{formats::Action::Sync,
-                 "saves " + fmtMs(s.saving) + " in " + std::to_string(s.gaining.size()) +
-                     " consumer(s); the value comes from constants, so it is converted once, "
-                     "into the model, and costs nothing per run" +
-                     s.made_and_read,
-                 false, Carries::Gaining};
+  return Verdict{formats::Action::Sync, formats::Blocker::None, weighed(s), false,
+                 Carries::Gaining};
 }
 
 } // namespace xalloc::scheduler::rules

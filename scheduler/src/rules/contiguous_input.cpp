@@ -10,13 +10,12 @@ std::optional<Verdict> contiguousInput(const RemoveSite& s) {
   if (!s.input->contiguous)
     return std::nullopt;
   if (!s.needs_contiguous_anyway.empty())
-    return blocked(s.needs_contiguous_anyway +
-                   " needs a contiguous input; the input is contiguous at these shapes, but may "
-                   "not be at others");
+    return blocked(formats::Blocker::NeedsContiguous, {{"op", s.needs_contiguous_anyway}});
   return Verdict{formats::Action::Remove,
-                 "the input is already contiguous: the call is pure overhead (" +
-                     fmtMs(s.conversion.duration_ms) + ")",
-                 false, Carries::Call};
+                 formats::Blocker::None,
+                 {{"call_ms", s.conversion.duration_ms}},
+                 false,
+                 Carries::Call};
 }
 
 } // namespace xalloc::scheduler::rules

@@ -8,8 +8,7 @@ std::optional<Verdict> copyingReshape(const SyncSite& s) {
   if (s.worth() || s.candidates.empty() || !s.ops.allViews(s.candidates) ||
       !s.ops.anyReshape(s.gaining))
     return std::nullopt;
-  return notWorth(s, "aten::reshape copies it already (this layout cannot be viewed in the new "
-                     "shape): a conversion would only move that copy");
+  return notWorth(s, formats::Blocker::NothingToGain);
 }
 
 } // namespace xalloc::scheduler::rules

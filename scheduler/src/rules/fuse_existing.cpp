@@ -10,12 +10,16 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> fuseExisting(const Kept& k) {
   if (!k.fusible || !k.within_tolerance || !(k.gain > k.margin))
     return std::nullopt;
-  const formats::ProducerFusion& f = *k.site.input->producer_fusion;
-  return Verdict{formats::Action::Remove,
-                 "fused into its producer: " + f.op + " writes " + k.site.input->name +
-                     " row-major itself, measured " + fmtMs(k.gain) +
-                     " faster than it and this conversion, which goes (" + k.kept.reason + ")",
-                 false, Carries::Fused};
+  // What kept the conversion, then what the fusion gains.
+  formats::NamedValues v = k.kept.values;
+  v.push_back({"kept_rule", k.kept.rule});
+  v.push_back({"kept_blocker", formats::toString(k.kept.blocker)});
+  v.push_back({"fused_op", k.site.input->producer_fusion->op});
+  v.push_back({"input", k.site.input->name});
+  v.push_back({"fusion_saving_ms", k.gain});
+  v.push_back({"fusion_margin_ms", k.margin});
+  return Verdict{formats::Action::Remove, formats::Blocker::None, std::move(v), false,
+                 Carries::Fused};
 }
 
 } // namespace xalloc::scheduler::rules

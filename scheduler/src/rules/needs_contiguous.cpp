@@ -5,9 +5,9 @@
 namespace xalloc::scheduler::rules {
 
 std::optional<Verdict> needsContiguous(const RemoveSite& s) {
-  if (s.blocker != Blocker::NeedsContiguous)
+  if (s.blocker != formats::Blocker::NeedsContiguous)
     return std::nullopt;
-  return blocked(s.blocker_op + " needs a contiguous input");
+  return blocked(s.blocker, {{"op", s.blocker_op}});
 }
 
 } // namespace xalloc::scheduler::rules

@@ -6,7 +6,8 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> noCostModel(const SyncSite& s) {
   if (s.priced)
     return std::nullopt;
-  return blocked("no cost model covers " + s.record.layout.dtype + " on " + s.record.layout.device);
+  return blocked(formats::Blocker::NoCostModel,
+                 {{"dtype", s.record.layout.dtype}, {"device", s.record.layout.device}});
 }
 
 } // namespace xalloc::scheduler::rules

@@ -6,7 +6,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> noGain(const SyncSite& s) {
   if (s.worth() || s.saving > 0)
     return std::nullopt;
-  return notWorth(s, "no consumer is faster with a contiguous input");
+  return notWorth(s, formats::Blocker::NothingToGain);
 }
 
 } // namespace xalloc::scheduler::rules

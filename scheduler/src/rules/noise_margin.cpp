@@ -7,9 +7,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> noiseMargin(const SyncSite& s) {
   if (s.worth())
     return std::nullopt;
-  return notWorth(s, "saving " + fmtMs(s.saving) + " does not beat the " + s.cost_model + " cost " +
-                         fmtMs(s.cost) + withAllocation(s.allocation) + " by " +
-                         marginName(s.margin_is_floor) + " " + fmtMs(s.margin));
+  return notWorth(s, formats::Blocker::BelowMargin);
 }
 
 std::optional<Verdict> noiseMarginRemove(const RemoveSite& s) {
@@ -17,10 +15,13 @@ std::optional<Verdict> noiseMarginRemove(const RemoveSite& s) {
   if (call - s.extra > s.margin)
     return std::nullopt;
   return Verdict{formats::Action::None,
-                 "the conversion (" + fmtMs(call) + ") saves its consumers " + fmtMs(s.extra) +
-                     "; removing it gains less than " + marginName(s.margin_is_floor) + " " +
-                     fmtMs(s.margin),
-                 false, Carries::Measured};
+                 formats::Blocker::BelowMargin,
+                 {{"call_ms", call},
+                  {"extra_ms", s.extra},
+                  {"margin_ms", s.margin},
+                  {"margin", s.margin_is_floor ? "floor" : "noise"}},
+                 false,
+                 Carries::Measured};
 }
 
 } // namespace xalloc::scheduler::rules

@@ -7,8 +7,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> otherMemoryFormat(const RemoveSite& s) {
   if (s.record.contiguous)
     return std::nullopt;
-  return blocked("it converts to another memory format, not to row-major; only plain "
-                 ".contiguous() calls are removed");
+  return blocked(formats::Blocker::OtherFormat);
 }
 
 } // namespace xalloc::scheduler::rules

@@ -7,18 +7,13 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> outputBits(const SyncSite& s) {
   if (s.worth() || s.differing == 0 || !s.candidates.empty())
     return std::nullopt;
-  return notWorth(s, s.exact ? "a contiguous input changes the consumer's output bits (--exact)"
-                             : "a contiguous input changes the consumer's output bits by more "
-                               "than the tolerance");
+  return notWorth(s, formats::Blocker::OutputBits, {{"exact", s.exact ? 1.0 : 0.0}});
 }
 
 std::optional<Verdict> outputBitsRemove(const RemoveSite& s) {
-  if (s.blocker != Blocker::OtherBits)
+  if (s.blocker != formats::Blocker::OutputBits)
     return std::nullopt;
-  return blocked(s.blocker_op + (s.exact ? " gives different output bits without the conversion "
-                                           "(--exact)"
-                                         : " changes its output bits by more than the tolerance "
-                                           "without the conversion"));
+  return blocked(s.blocker, {{"op", s.blocker_op}, {"exact", s.exact ? 1.0 : 0.0}});
 }
 
 } // namespace xalloc::scheduler::rules

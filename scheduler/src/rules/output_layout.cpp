@@ -7,14 +7,13 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> outputLayout(const SyncSite& s) {
   if (s.worth() || s.relayouting == 0 || !s.candidates.empty())
     return std::nullopt;
-  return notWorth(s, "a contiguous input changes the layout of the consumer's output, and so "
-                     "what runs after it (not measured)");
+  return notWorth(s, formats::Blocker::OutputLayout);
 }
 
 std::optional<Verdict> outputLayoutRemove(const RemoveSite& s) {
-  if (s.blocker != Blocker::OtherLayout)
+  if (s.blocker != formats::Blocker::OutputLayout)
     return std::nullopt;
-  return blocked(s.blocker_op + "'s output changes layout without the conversion");
+  return blocked(s.blocker, {{"op", s.blocker_op}});
 }
 
 } // namespace xalloc::scheduler::rules

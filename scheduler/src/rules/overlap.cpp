@@ -12,11 +12,9 @@ std::optional<OverlapVerdict> overlap(const Overlap& o) {
   const Candidate& winner = drop_through ? o.reached : o.through;
   const Candidate& loser = drop_through ? o.through : o.reached;
   return OverlapVerdict{drop_through,
-                        "overlaps the conversion of value " +
-                            std::to_string(winner.decision.value_id) + " (" + fmtMs(net(winner)) +
-                            " net), which was weighed through the ops that read this one; this "
-                            "gains less (" +
-                            fmtMs(net(loser)) + " net)"};
+                        {{"kept_value", static_cast<double>(winner.decision.value_id)},
+                         {"kept_net_ms", net(winner)},
+                         {"net_ms", net(loser)}}};
 }
 
 } // namespace xalloc::scheduler::rules

@@ -9,15 +9,14 @@ std::optional<Verdict> programWideEdit(const SyncSite& s) {
   const std::size_t unknown = s.unmeasured + s.differing + s.relayouting;
   if (!s.program || s.candidates.empty() || unknown == 0)
     return std::nullopt;
-  return Verdict{formats::Action::None,
-                 "the edit would convert the value for every use of it, and " +
-                     std::to_string(unknown) + " of " + std::to_string(s.consumers()) +
-                     " consumer(s) " +
-                     (s.differing     ? "give other output bits"
-                      : s.relayouting ? "change output layout"
-                                      : "could not be measured") +
-                     " with a contiguous input",
-                 true, Carries::Candidates, /*async=*/false};
+  const formats::Blocker why = s.differing     ? formats::Blocker::OutputBits
+                               : s.relayouting ? formats::Blocker::OutputLayout
+                                               : formats::Blocker::Unmeasured;
+  formats::NamedValues v = weighed(s);
+  v.push_back({"unknown", static_cast<double>(unknown)});
+  v.push_back({"all_consumers", static_cast<double>(s.consumers())});
+  return Verdict{formats::Action::None, why, std::move(v), true, Carries::Candidates,
+                 /*async=*/false};
 }
 
 } // namespace xalloc::scheduler::rules

@@ -10,7 +10,7 @@ namespace xalloc::scheduler::rules {
 #define SYNC_RULE(name, check) std::optional<Verdict> check(const SyncSite&);
 #define REMOVE_RULE(name, check) std::optional<Verdict> check(const RemoveSite&);
 #define KEEP_RULE(name, check) std::optional<Verdict> check(const Kept&);
-#define EDIT_RULE(name, check) std::optional<std::string> check(const Edited&);
+#define EDIT_RULE(name, check) std::optional<Verdict> check(const Edited&);
 #define OVERLAP_RULE(name, check) std::optional<OverlapVerdict> check(const Overlap&);
 #include "rules.def"
 #undef SYNC_RULE
@@ -88,14 +88,23 @@ const std::vector<Registered<OverlapRule>>& overlapRules() {
 #undef XALLOC_SKIP
 #undef XALLOC_TAKE
 
-std::string withAllocation(double allocation_ms) {
-  if (!(allocation_ms >= 0.0005))
-    return "";
-  return " (of which " + fmtMs(allocation_ms) + " for its fresh output)";
-}
-
-const char* marginName(bool is_floor) {
-  return is_floor ? "the smallest gain worth an edit" : "the noise margin";
+formats::NamedValues weighed(const SyncSite& s) {
+  formats::NamedValues v{{"saving_ms", s.saving},
+                         {"cost_ms", s.cost},
+                         {"allocation_ms", s.allocation},
+                         {"margin_ms", s.margin},
+                         {"margin", s.margin_is_floor ? "floor" : "noise"},
+                         {"cost_model", s.cost_model},
+                         {"consumers", static_cast<double>(s.gaining.size())},
+                         {"through", static_cast<double>(s.through.size())}};
+  if (s.program) {
+    v.push_back({"made", s.runs});
+    v.push_back({"read", s.reads});
+  } else {
+    v.push_back({"runs", s.producer_runs});
+    v.push_back({"runs_by_bytes", s.runs});
+  }
+  return v;
 }
 
 bool OpKinds::readsOnlySizes(std::int64_t op_id) const {

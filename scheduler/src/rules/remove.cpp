@@ -5,9 +5,10 @@ namespace xalloc::scheduler::rules {
 
 std::optional<Verdict> remove(const RemoveSite& s) {
   return Verdict{formats::Action::Remove,
-                 "costs " + fmtMs(s.conversion.duration_ms) + " but saves its consumers only " +
-                     fmtMs(s.extra),
-                 false, Carries::Measured};
+                 formats::Blocker::None,
+                 {{"call_ms", s.conversion.duration_ms}, {"extra_ms", s.extra}},
+                 false,
+                 Carries::Measured};
 }
 
 } // namespace xalloc::scheduler::rules

@@ -1,9 +1,10 @@
 // xsched's per-site rules, clang-tidy style: each rule is a small check in a file of its own that
 // reads the facts of one site (measured and predicted once, by site_facts.cpp) and either gives a
-// verdict with its reason or passes. They are registered in priority order in one place,
-// rules.def; the first verdict wins. Adding a rule is one file, one line in rules.def (CMake
-// builds the files it names) and its
-// test (tests/unit/test_rules.cpp checks verdicts and which rule gave them, not the wording).
+// verdict or passes. A verdict is data: an action, a blocker and named values; the registry adds
+// the rule's id and wording.cpp says it in words. They are registered in priority order in one
+// place, rules.def; the first verdict wins. Adding a rule is one file, one line in rules.def
+// (CMake builds the files it names), its sentence in wording.cpp and its test
+// (tests/unit/test_rules.cpp checks verdicts, which rule gave them and the blocker).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@
 #include "xalloc/formats/profile.h"
 #include "xalloc/formats/schedule.h"
 
-#include "../candidates.h" // fmtMs
+#include "../candidates.h"
 
 namespace xalloc::scheduler::rules {
 
@@ -30,12 +31,17 @@ enum class Carries {
   Fused,      // remove by fusing into the producer (Kept): what the fusion saves
 };
 
+/// A rule's verdict, as data (LLVM's remarks: a pass, an id, named values): the action, what
+/// blocked the edit, and the numbers and words it weighed. The registry adds the rule's id;
+/// wording.cpp says it in words.
 struct Verdict {
-  Verdict(formats::Action a, std::string why, bool vetoes = true, Carries what = Carries::Nothing,
-          bool async = true)
-      : action(a), reason(std::move(why)), veto(vetoes), carries(what), async_allowed(async) {}
+  Verdict(formats::Action a, formats::Blocker b, formats::NamedValues v = {}, bool vetoes = true,
+          Carries what = Carries::Nothing, bool async = true)
+      : action(a), blocker(b), values(std::move(v)), veto(vetoes), carries(what),
+        async_allowed(async) {}
   formats::Action action = formats::Action::None;
-  std::string reason;
+  formats::Blocker blocker = formats::Blocker::None;
+  formats::NamedValues values;
   /// The edit is ruled out whatever it gains (other bits or layouts, a write, nothing to judge
   /// by); otherwise a `none` only says the gain is too small to be sure of.
   bool veto = true;
@@ -84,7 +90,7 @@ struct SyncSite {
   double margin = 0;            // the gain the decision must beat
   bool margin_is_floor = false; // the margin is the smallest gain worth an edit, not the noise
   std::string cost_model;       // "classic", "stride", "constant", ...
-  std::string made_and_read;    // " (made once and read 20 times ...)" or " (it runs ...)"
+  double producer_runs = 1;     // the producer's runs per run of the model (or the program's)
   /// The producer writes the value row-major itself (ProducerFusion, measured faster than a
   /// separate conversion by more than its noise, within the tolerance): the input its buffer is
   /// made like, and what that saves per run (already taken off `cost`).
@@ -99,9 +105,6 @@ struct SyncSite {
   bool nothingToServe() const { return candidates.empty() && converted + neutral < consumers(); }
 };
 
-/// Why a consumer keeps a removal from being weighed at all.
-enum class Blocker { None, NeedsContiguous, Unmeasured, OtherBits, OtherLayout };
-
 /// An existing aten::contiguous: remove it?
 struct RemoveSite {
   RemoveSite(const formats::Record& r, const formats::Op& conv, const formats::Record* in,
@@ -114,10 +117,12 @@ struct RemoveSite {
   /// The first consumer that needs a contiguous input regardless of shapes (when the input is
   /// already contiguous here), as "aten::view"; "" when none.
   std::string needs_contiguous_anyway;
-  Blocker blocker = Blocker::None; // the first consumer that blocks a removal, and why
-  std::string blocker_op;          // its kind
-  double extra = 0;                // how much longer the consumers take without the conversion
-  bool exact = false;              // --exact: only bit-identical outputs count as the same
+  /// The first consumer that keeps a removal from being weighed at all, and why
+  /// (NeedsContiguous, Unmeasured, OutputBits, OutputLayout; None when none does).
+  formats::Blocker blocker = formats::Blocker::None;
+  std::string blocker_op; // its kind
+  double extra = 0;       // how much longer the consumers take without the conversion
+  bool exact = false;     // --exact: only bit-identical outputs count as the same
   double margin = 0;
   bool margin_is_floor = false;
 };
@@ -143,11 +148,12 @@ struct Overlap {
   const Candidate& reached;
 };
 struct OverlapVerdict {
-  bool drop_through; // which of the two goes (with the members of its edit group)
-  std::string reason;
+  bool drop_through;           // which of the two goes (with the members of its edit group)
+  formats::NamedValues values; // kept_value, kept_net_ms, net_ms (blocker: plan)
 };
 
-/// A verdict that edits, on a site no edit can reach: "" to keep it, or the reason it stays.
+/// A verdict that edits, on a site no edit can reach: nothing to keep it, or the verdict that
+/// leaves it alone.
 struct Edited {
   const formats::Profile& profile;
   const formats::Op& producer;
@@ -158,7 +164,7 @@ struct Edited {
 using SyncRule = std::optional<Verdict> (*)(const SyncSite&);
 using RemoveRule = std::optional<Verdict> (*)(const RemoveSite&);
 using KeepRule = std::optional<Verdict> (*)(const Kept&);
-using EditRule = std::optional<std::string> (*)(const Edited&);
+using EditRule = std::optional<Verdict> (*)(const Edited&);
 using OverlapRule = std::optional<OverlapVerdict> (*)(const Overlap&);
 
 template <class F> struct Registered {
@@ -173,21 +179,23 @@ const std::vector<Registered<KeepRule>>& keepRules();
 const std::vector<Registered<EditRule>>& editRules();
 const std::vector<Registered<OverlapRule>>& overlapRules();
 
+/// What a conversion of the site was weighed by: saving_ms, cost_ms, allocation_ms, margin_ms,
+/// margin ("noise" or "floor"), cost_model, consumers (those it serves), through, and how often
+/// it runs (program: made, read; a model: runs, runs_by_bytes).
+formats::NamedValues weighed(const SyncSite& s);
+
 /// A site a conversion would not pay for: left alone, with the consumers it could serve kept for
 /// review; a veto when there are none (SyncSite::nothingToServe).
-inline Verdict notWorth(const SyncSite& s, std::string reason) {
-  return {formats::Action::None, std::move(reason), s.nothingToServe(), Carries::Candidates, true};
+inline Verdict notWorth(const SyncSite& s, formats::Blocker why, formats::NamedValues more = {}) {
+  formats::NamedValues v = weighed(s);
+  v.insert(v.end(), more.begin(), more.end());
+  return {formats::Action::None, why, std::move(v), s.nothingToServe(), Carries::Candidates, true};
 }
 
 /// A site ruled out before anything is weighed (a write, no price, a consumer that refuses):
 /// nothing carried, a veto.
-inline Verdict blocked(std::string reason) {
-  return {formats::Action::None, std::move(reason), true, Carries::Nothing, true};
+inline Verdict blocked(formats::Blocker why, formats::NamedValues v = {}) {
+  return {formats::Action::None, why, std::move(v), true, Carries::Nothing, true};
 }
-
-/// " (of which 13.8 ms for its fresh output)" when a fresh output is a visible part of a cost.
-std::string withAllocation(double allocation_ms);
-/// "the noise margin" or "the smallest gain worth an edit".
-const char* marginName(bool is_floor);
 
 } // namespace xalloc::scheduler::rules

@@ -6,7 +6,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> sizesOnly(const SyncSite& s) {
   if (s.worth() || s.neutral != s.consumers())
     return std::nullopt;
-  return notWorth(s, "its consumers read only its sizes, which no layout changes");
+  return notWorth(s, formats::Blocker::NothingToGain);
 }
 
 } // namespace xalloc::scheduler::rules

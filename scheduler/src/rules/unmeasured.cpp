@@ -6,13 +6,13 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> unmeasured(const SyncSite& s) {
   if (s.worth() || s.unmeasured != s.consumers())
     return std::nullopt;
-  return notWorth(s, "no consumer could be measured in isolation");
+  return notWorth(s, formats::Blocker::Unmeasured);
 }
 
 std::optional<Verdict> unmeasuredRemove(const RemoveSite& s) {
-  if (s.blocker != Blocker::Unmeasured)
+  if (s.blocker != formats::Blocker::Unmeasured)
     return std::nullopt;
-  return blocked(s.blocker_op + " could not be measured without the conversion");
+  return blocked(s.blocker, {{"op", s.blocker_op}});
 }
 
 } // namespace xalloc::scheduler::rules

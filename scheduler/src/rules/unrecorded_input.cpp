@@ -6,7 +6,7 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> unrecordedInput(const RemoveSite& s) {
   if (s.input)
     return std::nullopt;
-  return blocked("the conversion's input was not recorded");
+  return blocked(formats::Blocker::NotRecorded);
 }
 
 } // namespace xalloc::scheduler::rules

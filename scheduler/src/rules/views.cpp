@@ -8,7 +8,7 @@ std::optional<Verdict> views(const SyncSite& s) {
   // A view followed to what reads its output (SyncSite::through) was weighed by that.
   if (s.worth() || s.candidates.empty() || !s.through.empty() || !s.ops.allViews(s.candidates))
     return std::nullopt;
-  return notWorth(s, "its consumers are views, which read no data");
+  return notWorth(s, formats::Blocker::NothingToGain);
 }
 
 } // namespace xalloc::scheduler::rules

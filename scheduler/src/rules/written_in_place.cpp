@@ -7,13 +7,13 @@ namespace xalloc::scheduler::rules {
 std::optional<Verdict> writtenInPlace(const SyncSite& s) {
   if (!s.record.has_writers)
     return std::nullopt;
-  return blocked("the value is written in place; a copy would change what the write affects");
+  return blocked(formats::Blocker::Written);
 }
 
 std::optional<Verdict> writtenInPlaceRemove(const RemoveSite& s) {
   if (!s.record.has_writers && !s.input->has_writers)
     return std::nullopt;
-  return blocked("the conversion's input or output is written in place");
+  return blocked(formats::Blocker::Written);
 }
 
 } // namespace xalloc::scheduler::rules

@@ -28,6 +28,9 @@ struct SiteVerdict {
   formats::Action action = formats::Action::None;
   bool veto = false; // ruled out whatever it gains (else only too small to be sure of)
   std::string rule;
+  formats::Blocker blocker = formats::Blocker::None;
+  formats::NamedValues values; // what the rule weighed, by name
+  std::string reason;          // the values in words
 };
 
 struct SchedOptions;
