@@ -136,6 +136,8 @@ std::string valueSentence(const Args& a, Blocker blocker) {
   const std::string_view r = a.rule();
   if (r == "written-in-place")
     return "the value is written in place; a copy would change what the write affects";
+  if (r == "empty-value")
+    return "the value " + a.word("sizes") + " has no elements: a conversion would order nothing";
   if (r == "no-cost-model")
     return "no cost model covers " + a.word("dtype") + " on " + a.word("device");
   if (r == "program-wide-edit")

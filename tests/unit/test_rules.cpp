@@ -37,6 +37,7 @@ Blocker blockerOf(const std::string& rule, Action action) {
       {"sizes-only", Blocker::NothingToGain},
       {"already-converted", Blocker::NothingToGain},
       {"no-gain", Blocker::NothingToGain},
+      {"empty-value", Blocker::NothingToGain},
       {"unmeasured", Blocker::Unmeasured},
       {"noise-margin", Blocker::BelowMargin},
       {"unrecorded-input", Blocker::NotRecorded},
@@ -163,6 +164,13 @@ TEST(Rules, ReadersOfSizesAndExistingConversionsAreNotServed) {
   Fixture c;
   c.p.ops[1].kind = c.p.ops[2].kind = "aten::contiguous";
   expectVerdict(c, 10, Action::None, "already-converted", false);
+}
+
+TEST(Rules, AnEmptyValueIsNeverConverted) {
+  Fixture f; // an empty batch: its consumers' measured "saving" is noise on no data
+  f.v().layout.sizes[0] = 0;
+  expectVerdict(f, 10, Action::None, "empty-value", false);
+  EXPECT_NE(verdictFor(f, 10).reason.find("has no elements"), std::string::npos);
 }
 
 TEST(Rules, WhatNoMeasurementSupportsIsNotDecided) {
