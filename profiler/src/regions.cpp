@@ -3,8 +3,11 @@
 // in every candidate layout (the same rewrite xrewrite writes, boundary conversions included),
 // interleaved round by round so drift hits every candidate alike.
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 #include <torch/csrc/jit/api/function_impl.h>
 
@@ -37,6 +40,60 @@ std::vector<c10::IValue> runOnce(torch::jit::GraphFunction& fn,
     return std::vector<c10::IValue>(elems.begin(), elems.end());
   }
   return std::vector<c10::IValue>(s.begin(), s.end());
+}
+
+// A tensor's shape as timing sees it: sizes, strides (none for oneDNN's opaque tensors), dtype.
+void describeTensor(std::ostringstream& os, const at::Tensor& t) {
+  if (!t.defined()) {
+    os << "undefined";
+    return;
+  }
+  os << t.sizes() << t.scalar_type();
+  if (t.is_mkldnn())
+    os << "mkldnn";
+  else
+    os << t.strides();
+}
+
+// What a region's time depends on: its ops and how they are wired, its constants (a weight's
+// sizes, a convolution's stride and padding) and the layouts of its inputs; not their values.
+// Two regions with one key (a transformer's twelve layers) take the same time in every
+// candidate layout. "" for a region with blocks of its own (a branch): no key.
+std::string timingKey(const torch::jit::Graph& g, const std::vector<c10::IValue>& inputs) {
+  std::ostringstream os;
+  std::unordered_map<const torch::jit::Value*, std::size_t> id;
+  for (const torch::jit::Value* v : g.inputs())
+    id.emplace(v, id.size());
+  for (const torch::jit::Node* n : g.nodes()) {
+    if (!n->blocks().empty())
+      return "";
+    os << n->kind().toQualString() << '(';
+    for (const torch::jit::Value* v : n->inputs()) {
+      const auto it = id.find(v);
+      os << (it == id.end() ? std::string("?") : std::to_string(it->second)) << ',';
+    }
+    os << ')';
+    if (n->kind() == c10::prim::Constant)
+      if (const auto iv = torch::jit::toIValue(n->output())) {
+        if (iv->isTensor())
+          describeTensor(os, iv->toTensor());
+        else
+          os << *iv;
+      }
+    for (const torch::jit::Value* v : n->outputs())
+      id.emplace(v, id.size());
+    os << ';';
+  }
+  for (const torch::jit::Value* v : g.outputs())
+    os << id[v] << ',';
+  for (const c10::IValue& iv : inputs) {
+    os << '|';
+    if (iv.isTensor())
+      describeTensor(os, iv.toTensor());
+    else
+      os << iv.tagKind();
+  }
+  return os.str();
 }
 
 bool sameLayouts(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
@@ -135,6 +192,7 @@ void Profiler::measureRegions() {
   });
   std::size_t timed = 0;
   double work_left = std::accumulate(work.begin(), work.end(), 0.0); // of the regions not timed
+  std::map<std::string, std::size_t> timed_by_key; // timingKey -> index into p_.regions
   for (std::size_t at : largest_first) {
     tspass::LayoutRegion& r = regions[at];
     // A defined tensor the region's block saw (a branch in a loop: on the trip that took it).
@@ -151,7 +209,29 @@ void Profiler::measureRegions() {
     const double share = work_left > 0 ? work[at] / work_left : 1.0;
     work_left -= work[at];
     progress_.tick(++timed);
-    if (pastBudget(1.0 - kReserveShare)) {
+    // A region the same as one timed in full already (timingKey: a transformer's twelve
+    // layers, a ResNet stage's repeated blocks) takes its times; its first runs and outputs,
+    // which depend on its own weights, are still its own. It costs a few runs, so the budget
+    // does not stop it: ViT-B/16's twelve MLP outputs were left unmeasured under the default
+    // budget, to run on OpenBLAS beside the fast form's packed ops.
+    std::string timing_key;
+    {
+      tspass::ExtractedRegion x0 = tspass::extractRegion(r);
+      std::vector<c10::IValue> in0;
+      bool all_seen = true;
+      for (torch::jit::Value* v : x0.inputs) {
+        if (!runner.hasValue(trace, v, block)) {
+          all_seen = false;
+          break;
+        }
+        in0.push_back(runner.valueOf(trace, v, block));
+      }
+      if (all_seen)
+        timing_key = timingKey(*x0.graph, in0);
+    }
+    const auto twin = timing_key.empty() ? timed_by_key.end() : timed_by_key.find(timing_key);
+    const bool has_twin = twin != timed_by_key.end();
+    if (!has_twin && pastBudget(1.0 - kReserveShare)) {
       out.candidates = tspass::regionCandidates(r.rank);
       out.note = kBudgetSpent;
       p_.regions.push_back(std::move(out));
@@ -249,7 +329,8 @@ void Profiler::measureRegions() {
         // may be. The largest region, timed first, always is (three rounds at least): it is
         // the one that gains most, and the budget may run over by it.
         const double n = static_cast<double>(out.candidates.size() - 1);
-        if (const auto left = regionsLeftMs(); timed > 1 && left && first[0] * n > *left) {
+        if (const auto left = regionsLeftMs();
+            !has_twin && timed > 1 && left && first[0] * n > *left) {
           budget_spent_ = too_big = true;
           break;
         }
@@ -278,7 +359,8 @@ void Profiler::measureRegions() {
     const int least_rounds = slow ? 2 : 3;
     // Nor one whose least work after the first runs does not fit: the runs of its rounding
     // noise and its least rounds of the region as it is and the candidates not slower than it.
-    if (const auto left = regionsLeftMs(); timed > 1 && !too_big && left && runs[0].fn) {
+    if (const auto left = regionsLeftMs();
+        !has_twin && timed > 1 && !too_big && left && runs[0].fn) {
       double round = first[0];
       for (std::size_t i = 1; i < runs.size(); ++i)
         if (runs[i].fn && first[i] <= kHopeless * first[0])
@@ -317,6 +399,28 @@ void Profiler::measureRegions() {
           runs[0].outputs, runOnce(*runs[0].fn, tspass::oneUlpAway(runs[0].inputs, draw)));
       if (std::isfinite(e))
         out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
+    }
+    if (has_twin) {
+      const formats::Region& t = p_.regions[twin->second];
+      for (std::size_t i = 0; i < out.candidates.size(); ++i) {
+        formats::RegionCandidate& c = out.candidates[i];
+        if (!runs[i].fn || i >= t.candidates.size() || t.candidates[i].layout != c.layout)
+          continue; // its own first run failed (its note says why), or another layout
+        const formats::RegionCandidate& tc = t.candidates[i];
+        if (!tc.measured) {
+          c.note = tc.note;
+          continue;
+        }
+        c.measured = true;
+        c.time_ms = tc.time_ms;
+        c.spread_ms = tc.spread_ms;
+        c.delta_ms = tc.delta_ms;
+        c.delta_spread_ms = tc.delta_spread_ms;
+        c.rounds = tc.rounds;
+        c.faster_rounds = tc.faster_rounds;
+      }
+      p_.regions.push_back(std::move(out));
+      continue;
     }
     // Rounds of one run each, the order rotated and reversed every round.
     std::vector<std::size_t> live;
@@ -434,6 +538,8 @@ void Profiler::measureRegions() {
                                         [](double x) { return x < 0; });
       }
     }
+    if (!timing_key.empty() && out.candidates.front().measured)
+      timed_by_key.emplace(timing_key, p_.regions.size());
     p_.regions.push_back(std::move(out));
   }
   std::sort(p_.regions.begin(), p_.regions.end(),

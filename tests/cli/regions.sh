@@ -283,5 +283,42 @@ grep -q "applied: region 0 as" "$WORK/seg.log" || fail "segmenter: $(cat "$WORK/
 same_outputs_later "$seg" "$WORK/seg.pt" "segmenter: rewritten outputs differ"
 xrewrite "$WORK/seg.pt" -s "$WORK/seg.forced.json" --freeze --diff -q >"$WORK/seg.diff"
 [[ ! -s "$WORK/seg.diff" ]] || fail "segmenter: a second rewrite changes: $(head -30 "$WORK/seg.diff")"
+# Twins: regions with the same ops, constants' sizes and input layouts (a transformer's layers)
+# are timed once; each checks its own outputs (its own weights). Three linear+relu blocks of one
+# shape and a last linear of another: the three share every time, not the output errors' source.
+cat >"$WORK/twins.py" <<'PY'
+import sys, torch
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = torch.nn.ModuleList([torch.nn.Linear(96, 96) for _ in range(3)])
+        self.b = torch.nn.Linear(96, 32)
+    def forward(self, x):
+        for l in self.a:
+            x = torch.relu(l(x)) * 0.5 + x
+        return self.b(x)
+torch.jit.script(M().eval()).save(sys.argv[1])
+PY
+"$XALLOC_PYTHON" "$WORK/twins.py" "$WORK/twins.pt"
+xprof "$WORK/twins.pt" "${QUICK[@]}" --input-shape 16x96 --threads 1 --freeze --no-db -q \
+  -o "$WORK/twins.json"
+validate "$WORK/twins.json" || fail "twins: the profile does not validate"
+python3 - "$WORK/twins.json" <<'PY' || fail "twins: identical regions are not timed once"
+import json, sys
+regions = json.load(open(sys.argv[1]))["regions"]
+blocks = [r for r in regions if [n["op"] for n in r["nodes"]] == ["aten::linear", "aten::relu"]]
+last = [r for r in regions if [n["op"] for n in r["nodes"]] == ["aten::linear"]]
+assert len(blocks) == 3 and len(last) == 1, [[n["op"] for n in r["nodes"]] for r in regions]
+timing = lambda r: [(c["layout"], c["measured"], c["time_ms"], c["spread_ms"], c.get("delta_ms"),
+                     c.get("rounds"), c.get("faster_rounds")) for c in r["candidates"]]
+assert all(c["measured"] for r in regions for c in r["candidates"]), regions
+assert timing(blocks[0]) == timing(blocks[1]) == timing(blocks[2]), [timing(r) for r in blocks]
+assert timing(last[0]) != timing(blocks[0])
+# Each twin compared its own outputs: three weights, three packed errors (or bit-identity).
+errors = [c.get("output_error") for r in blocks for c in r["candidates"][1:]]
+assert len(set(errors)) == 3 or all(e is None for e in errors), errors
+PY
+
 check_outputs
 echo "cli.regions: ok"
