@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <sstream>
 #include <tuple>
-#include <unordered_map>
 
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include "profiler_impl.h"
+#include "region_twins.h"
 #include "xalloc/profiler/consumers.h"
 #include "xalloc/tspass/inputs.h"
 #include "xalloc/tspass/region_layouts.h"
@@ -40,60 +39,6 @@ std::vector<c10::IValue> runOnce(torch::jit::GraphFunction& fn,
     return std::vector<c10::IValue>(elems.begin(), elems.end());
   }
   return std::vector<c10::IValue>(s.begin(), s.end());
-}
-
-// A tensor's shape as timing sees it: sizes, strides (none for oneDNN's opaque tensors), dtype.
-void describeTensor(std::ostringstream& os, const at::Tensor& t) {
-  if (!t.defined()) {
-    os << "undefined";
-    return;
-  }
-  os << t.sizes() << t.scalar_type();
-  if (t.is_mkldnn())
-    os << "mkldnn";
-  else
-    os << t.strides();
-}
-
-// What a region's time depends on: its ops and how they are wired, its constants (a weight's
-// sizes, a convolution's stride and padding) and the layouts of its inputs; not their values.
-// Two regions with one key (a transformer's twelve layers) take the same time in every
-// candidate layout. "" for a region with blocks of its own (a branch): no key.
-std::string timingKey(const torch::jit::Graph& g, const std::vector<c10::IValue>& inputs) {
-  std::ostringstream os;
-  std::unordered_map<const torch::jit::Value*, std::size_t> id;
-  for (const torch::jit::Value* v : g.inputs())
-    id.emplace(v, id.size());
-  for (const torch::jit::Node* n : g.nodes()) {
-    if (!n->blocks().empty())
-      return "";
-    os << n->kind().toQualString() << '(';
-    for (const torch::jit::Value* v : n->inputs()) {
-      const auto it = id.find(v);
-      os << (it == id.end() ? std::string("?") : std::to_string(it->second)) << ',';
-    }
-    os << ')';
-    if (n->kind() == c10::prim::Constant)
-      if (const auto iv = torch::jit::toIValue(n->output())) {
-        if (iv->isTensor())
-          describeTensor(os, iv->toTensor());
-        else
-          os << *iv;
-      }
-    for (const torch::jit::Value* v : n->outputs())
-      id.emplace(v, id.size());
-    os << ';';
-  }
-  for (const torch::jit::Value* v : g.outputs())
-    os << id[v] << ',';
-  for (const c10::IValue& iv : inputs) {
-    os << '|';
-    if (iv.isTensor())
-      describeTensor(os, iv.toTensor());
-    else
-      os << iv.tagKind();
-  }
-  return os.str();
 }
 
 bool sameLayouts(const std::vector<c10::IValue>& a, const std::vector<c10::IValue>& b) {
@@ -192,7 +137,7 @@ void Profiler::measureRegions() {
   });
   std::size_t timed = 0;
   double work_left = std::accumulate(work.begin(), work.end(), 0.0); // of the regions not timed
-  std::map<std::string, std::size_t> timed_by_key; // timingKey -> index into p_.regions
+  std::map<std::string, std::size_t> timed_by_key; // regionTimingKey -> index into p_.regions
   for (std::size_t at : largest_first) {
     tspass::LayoutRegion& r = regions[at];
     // A defined tensor the region's block saw (a branch in a loop: on the trip that took it).
@@ -227,7 +172,7 @@ void Profiler::measureRegions() {
         in0.push_back(runner.valueOf(trace, v, block));
       }
       if (all_seen)
-        timing_key = timingKey(*x0.graph, in0);
+        timing_key = regionTimingKey(*x0.graph, in0);
     }
     const auto twin = timing_key.empty() ? timed_by_key.end() : timed_by_key.find(timing_key);
     const bool has_twin = twin != timed_by_key.end();
@@ -401,24 +346,10 @@ void Profiler::measureRegions() {
         out.rounding_error = std::max(out.rounding_error.value_or(0.0), e);
     }
     if (has_twin) {
-      const formats::Region& t = p_.regions[twin->second];
-      for (std::size_t i = 0; i < out.candidates.size(); ++i) {
-        formats::RegionCandidate& c = out.candidates[i];
-        if (!runs[i].fn || i >= t.candidates.size() || t.candidates[i].layout != c.layout)
-          continue; // its own first run failed (its note says why), or another layout
-        const formats::RegionCandidate& tc = t.candidates[i];
-        if (!tc.measured) {
-          c.note = tc.note;
-          continue;
-        }
-        c.measured = true;
-        c.time_ms = tc.time_ms;
-        c.spread_ms = tc.spread_ms;
-        c.delta_ms = tc.delta_ms;
-        c.delta_spread_ms = tc.delta_spread_ms;
-        c.rounds = tc.rounds;
-        c.faster_rounds = tc.faster_rounds;
-      }
+      std::vector<bool> ran;
+      for (const Runnable& run : runs)
+        ran.push_back(run.fn != nullptr);
+      takeTwinTimes(out, p_.regions[twin->second], ran);
       p_.regions.push_back(std::move(out));
       continue;
     }
