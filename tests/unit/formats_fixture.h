@@ -76,6 +76,22 @@ inline Profile sampleProfile() {
   return p;
 }
 
+/// A schedule of sampleProfile()'s ops with one decision, none: its value 2 made by op 1 and
+/// read by op 2.
+inline Schedule sampleSchedule() {
+  Schedule s;
+  s.model.path = "m.pt";
+  s.ops = sampleProfile().ops;
+  Decision d;
+  d.value_id = 2;
+  d.producer = 1;
+  d.consumers = {2};
+  d.anchor = s.ops[1].anchor;
+  d.layout = sampleProfile().records[0].layout;
+  s.decisions.push_back(d);
+  return s;
+}
+
 // Reads `doc` as a profile and returns the InputError's where() ("name: /pointer").
 inline std::string profileErrorWhere(const json& doc) {
   try {

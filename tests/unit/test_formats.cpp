@@ -137,19 +137,11 @@ TEST(Formats, CostAndScheduleRoundTrip) {
   EXPECT_EQ(toJson(costFromJson(jc, "c.json")), jc);
   EXPECT_EQ(costFromJson(jc, "c.json").conversion_cost_table[0].allocation_ms, 0.125);
 
-  Schedule s;
-  s.model.path = "m.pt";
-  s.ops = sampleProfile().ops;
-  Decision d;
-  d.value_id = 2;
-  d.producer = 1;
-  d.consumers = {2};
+  Schedule s = sampleSchedule();
+  Decision& d = s.decisions.front();
   d.action = Action::Sync;
   d.predicted_cost_ms = 0.02;
   d.predicted_saving_ms = 0.25;
-  d.anchor = s.ops[1].anchor;
-  d.layout = sampleProfile().records[0].layout;
-  s.decisions.push_back(d);
   s.summary.solver = "per-site threshold";
   s.summary.optimal = true;
   json js = toJson(s);
@@ -213,22 +205,14 @@ TEST(Formats, CostAndScheduleRoundTrip) {
 // numbers (to nine significant digits), words stay words, an unbounded number is written as a
 // word, and an unknown blocker is an error at its place.
 TEST(Formats, ADecisionsBlockerAndNamedValuesRoundTrip) {
-  Schedule s;
-  s.model.path = "m.pt";
-  s.ops = sampleProfile().ops;
-  Decision d;
-  d.value_id = 2;
-  d.producer = 1;
-  d.consumers = {2};
-  d.anchor = s.ops[1].anchor;
-  d.layout = sampleProfile().records[0].layout;
+  Schedule s = sampleSchedule();
+  Decision& d = s.decisions.front();
   d.rule = "noise-margin";
   d.blocker = Blocker::BelowMargin;
   d.values = {{"saving_ms", 0.009545218000000005},
               {"op", std::string("aten::view")},
               {"output_error", std::numeric_limits<double>::infinity()}};
   d.reason = "saving 0.0095 ms does not beat ...";
-  s.decisions.push_back(d);
   json js = toJson(s);
   const json& jd = js["decisions"][0];
   EXPECT_EQ(jd["blocker"], "below-margin");
