@@ -223,6 +223,8 @@ json toJson(const Profile& p) {
                    {"reused_profile", p.settings.reused_profile}};
   if (p.settings.program_run_ms > 0)
     j["settings"]["program_run_ms"] = p.settings.program_run_ms;
+  if (p.settings.model_run_ms > 0)
+    j["settings"]["model_run_ms"] = p.settings.model_run_ms;
   j["ops"] = json::array();
   for (const auto& op : p.ops)
     j["ops"].push_back(toJson(op));
@@ -263,6 +265,7 @@ Profile readProfile(const JsonReader& r) {
     p.settings.db_misses = s->getInt("db_misses", 0);
     p.settings.reused_profile = s->getBool("reused_profile", false);
     p.settings.program_run_ms = s->getNonNegative("program_run_ms", 0);
+    p.settings.model_run_ms = s->getNonNegative("model_run_ms", 0);
   }
   std::set<std::int64_t> op_ids;
   r.at("ops").forEach([&](const JsonReader& e) {

@@ -132,6 +132,9 @@ private:
   // reused from the database when every executed op is there; then one timeline run for the
   // start times and the gaps between ops.
   void timeOps(const GraphRunner::Trace& capture);
+  // The model's method called alone by TorchScript (settings.model_run_ms), first: no hooks,
+  // no grad, with the heap holding what a user's process holds.
+  void timeWholeRun(torch::jit::Module& module);
 
   static std::map<std::string, std::vector<std::size_t>>
   groupByKey(const std::vector<std::string>& keys);

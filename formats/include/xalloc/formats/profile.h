@@ -122,6 +122,13 @@ struct ProfileSettings {
   /// A libtorch program's (`xprof run`) whole run as it takes without xprof: the hooked run's
   /// wall time less the hook's own work (unwinding, re-runs, conversions timed). 0: not known.
   double program_run_ms = 0;
+  /// A TorchScript model's whole run as TorchScript itself runs it: its method called alone (no
+  /// hooks, no grad), the median of the timed calls, in xprof's process after its measurements.
+  /// It holds what the ops' times leave out: the allocator's first touches of fresh pages
+  /// between the ops (glibc's malloc maps and unmaps large blocks; on a paravirtualized VM each
+  /// page fault costs tens of microseconds), the interpreter. 0: not timed (an older profile,
+  /// a program, or --budget left no time for it).
+  double model_run_ms = 0;
 };
 
 struct Profile {

@@ -126,8 +126,10 @@ struct ScheduleSummary {
   /// No plan is predicted faster than this (the solver's bound); equals the predicted time after
   /// when the plan is optimal.
   double predicted_time_bound_ms = 0;
-  /// A program's plan: true when the times before and after are of its whole run (the profile's
-  /// program_run_ms), false when they are of the call sites the hook timed only.
+  /// True when the time before is of the whole run: a program's (the profile's program_run_ms;
+  /// after too), a model's method called alone (model_run_ms; after is in the ops' unit when
+  /// the rewrite's tensors come from the runtime's arena, else the run scaled as its ops are).
+  /// False when both are the ops' times summed (a program's: the call sites the hook timed).
   bool whole_run = false;
   std::int64_t nodes = 0;     // branch-and-bound nodes the solver visited
   double window_safety = 0.9; // fraction of each idle window's capacity the plan may fill
