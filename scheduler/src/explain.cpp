@@ -140,15 +140,16 @@ std::string explainSchedule(const formats::Schedule& s) {
   const auto& m = s.summary;
   // A program's prediction is of its whole profiled run (xprof's own work taken out), or, from
   // a profile without that time, of the calls the hook timed at the program's own sites only
-  // (backward passes, optimizer steps and what else runs inside libtorch not among them): the
-  // words say which.
+  // (backward passes, optimizer steps and what else runs inside libtorch not among them); a
+  // model's, of its method called alone when xprof timed it so: the words say which.
   const bool program = s.model.format == formats::ModelFormat::LibtorchProgram;
   out << "predicted "
       << (program && m.whole_run ? std::string("for the whole profiled run (less xprof's own "
                                                "work) ")
           : program              ? "for the " + std::to_string(s.ops.size()) +
                           " call sites timed in the profiled run (not the whole run) "
-                    : std::string())
+          : m.whole_run ? std::string("for the whole run (the model called alone) ")
+                        : std::string())
       << fmt("%.4f -> %.4f ms", m.predicted_time_before_ms, m.predicted_time_after_ms)
       << ", peak activations " << m.peak_bytes_before << " -> " << m.peak_bytes_after << " bytes; "
       << s.count(Action::Sync) << " sync, " << s.count(Action::Async) << " async, "

@@ -16,6 +16,8 @@ for name in minigpt mixer; do
     --trace "$d/plan.trace.json" --explain >"$d/explain.txt"
   cmp -s "$d/schedule.json" "$d/schedule2.json" || fail "$name: two xsched runs differ"
   grep -q 'solver: branch-and-bound (optimal)' "$d/explain.txt" || fail "$name: $(tail -1 "$d/explain.txt")"
+  grep -q '^predicted for the whole run (the model called alone) ' "$d/explain.txt" ||
+    fail "$name: $(tail -1 "$d/explain.txt")"
   python3 - "$d/plan.trace.json" "$d/schedule.json" <<'PY' || fail "$name: bad plan trace"
 import json, sys
 t = json.load(open(sys.argv[1]))["traceEvents"]
@@ -25,6 +27,12 @@ assert {"compute ops", "idle windows", "side worker: async conversions"} <= name
 assert sum(e["ph"] == "X" and e["tid"] == 1 for e in t) == len(s["ops"])
 assert sum(e["ph"] == "X" and e["tid"] == 2 for e in t) == len(s["gpu_idle_events"])
 assert s["summary"]["optimal"] is True and s["summary"]["gap"] == 0
+# xprof timed the model called alone: the plan's before is that run, and says so.
+p = json.load(open(sys.argv[1].replace("plan.trace.json", "profile.json")))
+assert p["settings"]["model_run_ms"] > 0, p["settings"]
+assert s["summary"]["whole_run"] is True
+assert abs(s["summary"]["predicted_time_before_ms"] - p["settings"]["model_run_ms"]) < 1e-9
+assert 0 <= s["summary"]["predicted_time_after_ms"] <= s["summary"]["predicted_time_before_ms"]
 # Every decision says what decided it as data: a rule, a blocker for each site left alone
 # (none for an edit made), the values it weighed, and those in words.
 for d in s["decisions"]:

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "xalloc/formats/documents.h"
+#include "xalloc/formats/json_reader.h"
 #include "xalloc/scheduler/decide.h"
 
 #include "scheduler_fixture.h"
 
 using namespace xalloc;
 using namespace xalloc::formats;
+using xalloc::scheduler::explainSchedule;
 using xalloc::scheduler::makeSchedule;
 using xalloc::scheduler::SchedOptions;
 
@@ -81,6 +83,54 @@ TEST(SchedulerRegions, FastestWithinTheToleranceAndTheFormWins) {
       EXPECT_EQ(v.action, Action::None);
       EXPECT_NE(v.reason.find("inside layout region 0"), std::string::npos) << v.reason;
     }
+}
+
+TEST(SchedulerRegions, AModelsWholeRunIsBeforeAndTheArenaSetsWhatAfterKeeps) {
+  // xprof timed the model called alone at 40 ms where its ops sum to far less: the allocator's
+  // first touches between the ops. Before is that run.
+  xalloc::testing::Fixture f = withRegion();
+  SchedOptions fast;
+  fast.form = RewriteForm::Fast;
+  const Schedule ops = makeSchedule(f.p, f.cost, fast);
+  EXPECT_FALSE(ops.summary.whole_run);
+  f.p.settings.model_run_ms = 40.0;
+  const Schedule run = makeSchedule(f.p, f.cost, fast);
+  EXPECT_TRUE(run.summary.whole_run);
+  EXPECT_DOUBLE_EQ(run.summary.predicted_time_before_ms, 40.0);
+  // The packed region needs the runtime, so the rewrite runs from its arena: after is the ops'
+  // unit, as without the whole run.
+  ASSERT_TRUE(regionDecision(run).region_layout->needs_runtime);
+  EXPECT_DOUBLE_EQ(run.summary.predicted_time_after_ms, ops.summary.predicted_time_after_ms);
+  EXPECT_NE(explainSchedule(run).find("predicted for the whole run (the model called alone) "
+                                      "40.0000 -> "),
+            std::string::npos)
+      << explainSchedule(run);
+  // The portable form runs the region channels-last on ATen's ops, glibc's malloc still under
+  // them: after keeps the time between the ops, in proportion to the ops it leaves.
+  const Schedule portable_ops = makeSchedule(f.p, f.cost, SchedOptions{});
+  f.p.settings.model_run_ms = 0;
+  const Schedule portable_sum = makeSchedule(f.p, f.cost, SchedOptions{});
+  f.p.settings.model_run_ms = 40.0;
+  ASSERT_FALSE(regionDecision(portable_ops).region_layout->needs_runtime);
+  const double scale = 40.0 / portable_sum.summary.predicted_time_before_ms;
+  EXPECT_NEAR(portable_ops.summary.predicted_time_after_ms,
+              portable_sum.summary.predicted_time_after_ms * scale, 1e-9);
+  EXPECT_LT(portable_ops.summary.predicted_time_after_ms, 40.0);
+  EXPECT_GT(portable_ops.summary.predicted_time_after_ms, 0.0);
+  // Unfrozen, no region is planned: the value decisions' plan scales the same way (one that
+  // changed nothing would predict the run unchanged).
+  f.p.model.frozen = false;
+  const Schedule values_run = makeSchedule(f.p, f.cost, SchedOptions{});
+  f.p.settings.model_run_ms = 0;
+  const Schedule values_sum = makeSchedule(f.p, f.cost, SchedOptions{});
+  f.p.settings.model_run_ms = 40.0;
+  EXPECT_NEAR(values_run.summary.predicted_time_after_ms,
+              values_sum.summary.predicted_time_after_ms * 40.0 /
+                  values_sum.summary.predicted_time_before_ms,
+              1e-9);
+  // The profile keeps the time; a schedule says its scope.
+  EXPECT_EQ(readProfile(JsonReader(toJson(f.p))).settings.model_run_ms, 40.0);
+  EXPECT_TRUE(readSchedule(JsonReader(toJson(run))).summary.whole_run);
 }
 
 TEST(SchedulerRegions, PortableFormExactAndNoiseEachRuleOut) {
