@@ -198,7 +198,10 @@ void Profiler::timeWholeRun(torch::jit::Module& module) {
   try {
     at::NoGradGuard no_grad;
     auto method = module.get_method(o_.method);
-    const std::vector<c10::IValue> args(inputs_.begin() + 1, inputs_.end());
+    // Copies of the tensor inputs: a model that writes its input in place changes only these.
+    std::vector<c10::IValue> args;
+    for (auto it = inputs_.begin() + 1; it != inputs_.end(); ++it)
+      args.push_back(it->isTensor() ? c10::IValue(it->toTensor().clone()) : *it);
     const int timed = std::max(3, o_.iterations);
     std::vector<double> ms; // reserved: no block of ours lands on the heap's top between calls
     ms.reserve(static_cast<std::size_t>(timed));
