@@ -213,10 +213,8 @@ void Profiler::timeWholeRun(torch::jit::Module& module) {
       if (i >= 2)
         ms.push_back(msSince(t0));
     }
-    if (ms.size() < 3)
-      return;
-    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-    p_.settings.model_run_ms = ms[ms.size() / 2];
+    if (ms.size() >= 3)
+      p_.settings.model_run_ms = summarize(std::move(ms)).median_ms;
   } catch (const std::exception&) {
     p_.settings.model_run_ms = 0;
   }

@@ -123,7 +123,8 @@ struct ProfileSettings {
   /// wall time less the hook's own work (unwinding, re-runs, conversions timed). 0: not known.
   double program_run_ms = 0;
   /// A TorchScript model's whole run as TorchScript itself runs it: its method called alone (no
-  /// hooks, no grad), the median of the timed calls, in xprof's process after its measurements.
+  /// hooks, no grad), the median of the timed calls, in xprof's process before its measurements
+  /// (glibc's malloc not yet pinned).
   /// It holds what the ops' times leave out: the allocator's first touches of fresh pages
   /// between the ops (glibc's malloc maps and unmaps large blocks; on a paravirtualized VM each
   /// page fault costs tens of microseconds), the interpreter. 0: not timed (an older profile,
