@@ -7,6 +7,8 @@ namespace xalloc::tspass {
 namespace layouts {
 RegionEdit ChannelsLastPacked::apply(torch::jit::Graph& g, LayoutRegion& r) const {
   return applyChannelsLast(g, r, mf_, [&](RegionEdit& e) {
+    const auto adds = splitConvsOfCats(g, r);
+    fuseResidualAdds(g, r, e, &adds); // the adds of the split alone: no residual of the model's
     packConvs(g, r, e);
     poolWithoutIndices(g, r, e);
   });

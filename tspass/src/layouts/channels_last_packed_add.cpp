@@ -71,7 +71,11 @@ std::optional<ResidualAdd> residualAddAfter(Node* conv, const std::unordered_set
   return r;
 }
 
-void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
+} // namespace
+
+namespace layouts {
+void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e,
+                      const std::unordered_set<const Node*>* only) {
   const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
   std::vector<ResidualAdd> found;
   {
@@ -83,7 +87,8 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
     for (Node* n : r.nodes)
       if (isConv(n))
         if (auto f = residualAddAfter(n, in))
-          if (!adds.count(f->add) && alias.moveBeforeTopologicallyValid(f->conv, f->add)) {
+          if ((!only || only->count(f->add)) && !adds.count(f->add) &&
+              alias.moveBeforeTopologicallyValid(f->conv, f->add)) {
             adds.insert(f->add);
             found.push_back(*f);
           }
@@ -106,9 +111,6 @@ void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e) {
   }
 }
 
-} // namespace
-
-namespace layouts {
 RegionEdit ChannelsLastPackedAdd::apply(torch::jit::Graph& g, LayoutRegion& r) const {
   // Without a residual add to fuse it is channels_last+packed: not measured twice.
   const std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
@@ -121,7 +123,8 @@ RegionEdit ChannelsLastPackedAdd::apply(torch::jit::Graph& g, LayoutRegion& r) c
     return e;
   }
   return applyChannelsLast(g, r, mf_, [&](RegionEdit& e) {
-    fuseResidualAdds(g, r, e);
+    splitConvsOfCats(g, r);
+    fuseResidualAdds(g, r, e, nullptr);
     packConvs(g, r, e);
     poolWithoutIndices(g, r, e);
   });

@@ -3,6 +3,8 @@
 // object of, by name and memory format (ChannelsLast for 4-D regions, ChannelsLast3d for 5-D).
 #pragma once
 
+#include <unordered_set>
+
 #include "edit.h"
 #include "xalloc/tspass/region_layouts.h"
 
@@ -34,5 +36,17 @@ public:
 private:
   c10::MemoryFormat mf_;
 };
+
+/// Each convolution of the region that reads a concatenation along the channels (2 to 4 pieces of
+/// known width, read by it alone, maybe through one per-channel op such as a pooling) becomes one
+/// convolution per piece, each with its slice of the weight, summed by aten::add: the adds it
+/// made, for fuseResidualAdds (split_cats.cpp). Before packConvs.
+std::unordered_set<const Node*> splitConvsOfCats(torch::jit::Graph& g, LayoutRegion& r);
+
+/// Each convolution whose only reader is a residual add (of those in `only`, when given), with
+/// the activation after the add, becomes one xalloc::conv2d_packed_add (conv3d_packed_add)
+/// (channels_last_packed_add.cpp). Before packConvs.
+void fuseResidualAdds(torch::jit::Graph& g, LayoutRegion& r, RegionEdit& e,
+                      const std::unordered_set<const Node*>* only);
 
 } // namespace xalloc::tspass::layouts
