@@ -195,7 +195,21 @@ at::Tensor PackedConv::runAdd(const at::Tensor& x_in, const at::Tensor& r) {
   return runChecked(x_in, &r);
 }
 
-at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in) {
+at::Tensor PackedConv::runAddInto(const at::Tensor& x_in, at::Tensor&& r) {
+  TORCH_CHECK(residual, convOpName(spatialDims(), true),
+              ": this packed convolution adds no residual (its post-op is '", postOpName(post),
+              "'): call ", convOpName(spatialDims(), false));
+  // The only handle of its tensor and storage: nothing reads it after this op (a Python
+  // variable, a later reader in the graph or a view would hold another), and the convolution
+  // may add into it where ATen's add would have made a new tensor.
+  const bool alone = r.defined() && r.layout() == at::kStrided && r.use_count() == 1 &&
+                     r.storage().use_count() == 1;
+  const at::Tensor held = std::move(r);
+  return runChecked(x_in, &held, alone);
+}
+
+at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in,
+                                  bool write_residual) {
   detail::checkOnCpu(weight, "xalloc.PackedConv", "weight");
   if (x_in.defined() && x_in.dim() == spatialDims() + 1) {
     // Unbatched: the residual as ATen would broadcast it against the unbatched output.
@@ -222,9 +236,15 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   const auto p = prepare(x);
   if (!p)
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
-  at::Tensor out = at::empty(p->output_sizes, x.options().memory_format(cl));
+  at::Tensor out;
+  if (r_in && write_residual && r_in->is_contiguous(cl)) {
+    out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
+  } else {
+    out = at::empty(p->output_sizes, x.options().memory_format(cl));
+    if (r_in)
+      out.copy_(*r_in);
+  }
   if (r_in) {
-    out.copy_(*r_in); // the sum post-op adds the convolution to what the output holds
     // A residual that is not finite meets an activation that turns NaN into a number; one so
     // large that the sum could pass where ATen's hardswish overflows (5.67e37; the
     // convolution's part is below 5e37) gets ATen's ops.
@@ -254,7 +274,10 @@ at::Tensor PackedConv::run(const at::Tensor&) {
 at::Tensor PackedConv::runAdd(const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, convOpName(spatialDims(), true), ": this runtime was built without oneDNN");
 }
-at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*) {
+at::Tensor PackedConv::runAddInto(const at::Tensor&, at::Tensor&&) {
+  TORCH_CHECK(false, convOpName(spatialDims(), true), ": this runtime was built without oneDNN");
+}
+at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*, bool) {
   TORCH_CHECK(false, convOpName(spatialDims(), residual),
               ": this runtime was built without oneDNN");
 }

@@ -3,6 +3,7 @@
 // runs through it: when gradients are wanted the packed ops compute with ATen's own ops, whose
 // history the output then carries.
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 #include <torch/csrc/jit/runtime/operator.h>
 #include <torch/custom_class.h>
@@ -123,22 +124,10 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
           w->checkCalledAs(2, false);
           return w->run(x);
         });
-  m.def("conv2d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w, Tensor "
-        "residual) -> Tensor",
-        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w, const at::Tensor& r) {
-          w->checkCalledAs(2, true);
-          return w->runAdd(x, r);
-        });
   m.def("conv3d_packed(Tensor x, __torch__.torch.classes.xalloc.PackedConv w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w) {
           w->checkCalledAs(3, false);
           return w->run(x);
-        });
-  m.def("conv3d_packed_add(Tensor x, __torch__.torch.classes.xalloc.PackedConv w, Tensor "
-        "residual) -> Tensor",
-        [](const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& w, const at::Tensor& r) {
-          w->checkCalledAs(3, true);
-          return w->runAdd(x, r);
         });
   m.def("squeeze_excite(Tensor x, __torch__.torch.classes.xalloc.PackedConv reduce, "
         "__torch__.torch.classes.xalloc.PackedConv expand) -> Tensor",
@@ -157,6 +146,29 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
   m.def("mkldnn_constant(__torch__.torch.classes.xalloc.MkldnnConstant c) -> Tensor",
         [](const c10::intrusive_ptr<MkldnnConstant>& c) { return c->get(); });
 }
+
+// The residual adds, boxed: the residual is popped off the interpreter's stack, so that a value
+// passed at its last use arrives as the only handle of its tensor, which the convolution then
+// adds into (runAddInto) instead of a copy; one held anywhere else is copied. Through the
+// dispatcher's typed calls a caller's tensor would arrive as a borrowed reference instead.
+torch::jit::Operation convAddOp(std::int64_t dims) {
+  return [dims](torch::jit::Stack& stack) {
+    RECORD_FUNCTION(dims == 3 ? "xalloc::conv3d_packed_add" : "xalloc::conv2d_packed_add",
+                    c10::ArrayRef<const c10::IValue>{});
+    at::Tensor r = torch::jit::pop(stack).toTensor();
+    auto w = torch::jit::pop(stack).toCustomClass<PackedConv>();
+    at::Tensor x = torch::jit::pop(stack).toTensor();
+    w->checkCalledAs(dims, true);
+    torch::jit::push(stack, w->runAddInto(x, std::move(r)));
+  };
+}
+const torch::jit::RegisterOperators kConvAddOps(
+    {torch::jit::Operator("xalloc::conv2d_packed_add(Tensor x, "
+                          "__torch__.torch.classes.xalloc.PackedConv w, Tensor residual) -> Tensor",
+                          convAddOp(2), c10::AliasAnalysisKind::FROM_SCHEMA),
+     torch::jit::Operator("xalloc::conv3d_packed_add(Tensor x, "
+                          "__torch__.torch.classes.xalloc.PackedConv w, Tensor residual) -> Tensor",
+                          convAddOp(3), c10::AliasAnalysisKind::FROM_SCHEMA)});
 
 // A JIT operator, as libtorch registers its own: through the dispatcher (TORCH_LIBRARY), the
 // expanded operand came out such that an in-place MKLDNN mul on it took 100 ms instead of 0.8

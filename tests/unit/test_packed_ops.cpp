@@ -202,6 +202,67 @@ TEST(PackedOps, ResidualAddsAreATensConvAddAndActivation) {
   EXPECT_TRUE(at::equal(rg.grad(), (conv->referenceAdd(xs[0], rg.detach()) > 0).to(at::kFloat)));
 }
 
+// A residual passed at its last use (the only handle of its tensor and storage) is added into
+// in place, no copy; one held anywhere else (a caller's handle, a view, a later reader in the
+// graph) is copied and keeps its values. Both give ATen's result.
+TEST(PackedOps, AResidualAtItsLastUseIsAddedIntoAndOneHeldIsNot) {
+  at::manual_seed(3);
+  auto conv = makeConv({"into", 16, 32, 3, 1, 1, 1, "add+relu"});
+  const at::Tensor x = at::randn({1, 16, 12, 12});
+  const at::Tensor r = at::randn({1, 32, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor want = conv->referenceAdd(x, r);
+  const at::Tensor r0 = r.clone();
+  at::Tensor alone = r.clone();
+  const void* p = alone.data_ptr();
+  const at::Tensor into = conv->runAddInto(x, std::move(alone));
+  EXPECT_EQ(into.data_ptr(), p) << "a residual no one holds was copied";
+  EXPECT_LT(relError(into, want), 1e-5);
+  at::Tensor kept = r.clone();
+  at::Tensor handle = kept;
+  const at::Tensor copied = conv->runAddInto(x, std::move(handle));
+  EXPECT_NE(copied.data_ptr(), kept.data_ptr());
+  EXPECT_TRUE(at::equal(kept, r)) << "a residual the caller holds was written";
+  EXPECT_LT(relError(copied, want), 1e-5);
+  at::Tensor owner = r.clone();
+  at::Tensor viewed = owner.alias();
+  (void)conv->runAddInto(x, std::move(viewed));
+  EXPECT_TRUE(at::equal(owner, r)) << "a view's storage, held elsewhere, was written";
+
+  // Through TorchScript: the interpreter passes r2 at its last use in `last`, and keeps it
+  // for the return in `kept`, where it must come back unchanged.
+  auto g = std::make_shared<torch::jit::Graph>();
+  const c10::IValue w(conv);
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %r : Tensor, %w : __torch__.torch.classes.xalloc.PackedConv):
+  %one : float = prim::Constant[value=1.]()
+  %r2 : Tensor = aten::mul(%r, %one)
+  %y : Tensor = xalloc::conv2d_packed_add(%x, %w, %r2)
+  %out : (Tensor, Tensor) = prim::TupleConstruct(%y, %r2)
+  return (%out))IR",
+                      g.get());
+  torch::jit::GraphExecutor exec(g, "kept");
+  torch::jit::Stack stack{x, r, w};
+  exec.run(stack);
+  const auto both = stack.at(0).toTupleRef().elements();
+  EXPECT_LT(relError(both[0].toTensor(), want), 1e-5);
+  EXPECT_TRUE(at::equal(both[1].toTensor(), r)) << "a residual read after the op was written";
+  auto last = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %r : Tensor, %w : __torch__.torch.classes.xalloc.PackedConv):
+  %one : float = prim::Constant[value=1.]()
+  %r2 : Tensor = aten::mul(%r, %one)
+  %y : Tensor = xalloc::conv2d_packed_add(%x, %w, %r2)
+  return (%y))IR",
+                      last.get());
+  torch::jit::GraphExecutor exec_last(last, "last");
+  for (int i = 0; i < 3; ++i) { // profiled, then optimized
+    torch::jit::Stack s{x, r, w};
+    exec_last.run(s);
+    EXPECT_LT(relError(s.at(0).toTensor(), want), 1e-5) << i;
+  }
+  EXPECT_TRUE(at::equal(r, r0)); // the caller's r untouched
+}
+
 TEST(PackedOps, GradientsAreATensOrTheOutputIsNotDetached) {
   for (const auto& c : kConvs) {
     auto conv = makeConv(c);

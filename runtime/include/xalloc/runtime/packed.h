@@ -122,6 +122,11 @@ struct PackedConv : torch::CustomClassHolder {
   /// residual (broadcast, another dtype) gets ATen's conv2d, add and activation, as does one
   /// that is not finite when the activation turns NaN into a number.
   at::Tensor runAdd(const at::Tensor& x, const at::Tensor& residual);
+  /// runAdd into `residual` itself where it is a channels-last float32 tensor of the output's
+  /// sizes that no one else holds (this handle the only one of its tensor and storage): the
+  /// TorchScript op passes a value at its last use so, and the copy goes. Held elsewhere, it is
+  /// runAdd.
+  at::Tensor runAddInto(const at::Tensor& x, at::Tensor&& residual);
   /// The same with ATen's conv2d or conv3d and activation (and add).
   at::Tensor reference(const at::Tensor& x) const;
   at::Tensor referenceAdd(const at::Tensor& x, const at::Tensor& residual) const;
@@ -149,7 +154,8 @@ struct PackedConv : torch::CustomClassHolder {
 
 private:
   std::shared_ptr<const Prepared> prepare(const at::Tensor& x);
-  at::Tensor runChecked(const at::Tensor& x_in, const at::Tensor* residual);
+  at::Tensor runChecked(const at::Tensor& x_in, const at::Tensor* residual,
+                        bool write_residual = false);
   at::Tensor atenConv(const at::Tensor& x) const; // ATen's conv2d or conv3d, no post-op
   LruCache<std::vector<std::int64_t>, Prepared> cache_;
   mutable std::mutex weights_mutex_;
