@@ -33,9 +33,13 @@ namespace xalloc::runtime {
 namespace {
 
 constexpr std::int64_t kBlock = 64; // pixels summed before their sum joins the total
-// Elements a thread's share is worth: on this 2-core VM a multiply over 40K floats took 3.2 us
-// on one thread and 8 on two (ATen's grain, 32K, splits it), 200K about the same, 1M 50 and 33.
-constexpr std::int64_t kGrain = 256 << 10;
+// Elements a thread's share is worth. Alone, on data in its own core's cache, a multiply over
+// 40K floats took 3.2 us on one thread and 8 on two on this 2-core VM. But the block's input
+// comes from a convolution that ran on both cores, half of it in the other core's cache: after
+// one, the block over 240 x 28 x 28 values took 60 us at one thread, 105 on the caller's
+// thread alone at two, and 65-75 split between the two (16 x 56 x 56: 50 and 45; 96 x 14 x 14,
+// whose convolution ran on one thread: 27 alone, 49 split). Split past 32K values.
+constexpr std::int64_t kGrain = 32 << 10;
 
 // Channels [c0, c1) of one image's `pixels` x `c` channels-last values summed into sum[c0..c1).
 __attribute__((always_inline)) inline void channelSumsOf(const float* x, std::int64_t pixels,
@@ -153,25 +157,35 @@ at::Tensor convOfMeans(PackedConv& w, const at::Tensor& m) {
   return applyPostOp(out, w.post);
 }
 
-// The mean over each image's pixels, [n, c, 1, 1] (its strides those of either layout).
+// The mean over each image's pixels, [n, c, 1, 1] (its strides those of either layout). Each
+// block of kBlock pixels is summed alone, on whichever thread has its pixels (the threads split
+// the image as the convolution before split its output, so each reads what its own core
+// wrote), and the blocks' sums are added in order: the same bits at any thread count as one
+// thread summing block after block.
 at::Tensor poolChannelsLast(const at::Tensor& x) {
   const std::int64_t n = x.size(0), c = x.size(1), pixels = x.size(2) * x.size(3);
   at::Tensor mean =
       at::empty({n, c, 1, 1}, x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  at::Tensor block = at::empty({c}, x.options());
+  const std::int64_t blocks = (pixels + kBlock - 1) / kBlock;
+  at::Tensor partial = at::empty({blocks, c}, x.options());
+  float* part = partial.data_ptr<float>();
   const float* in = x.data_ptr<float>();
   float* m = mean.data_ptr<float>();
   const auto count = static_cast<float>(pixels);
+  const std::int64_t grain = std::max<std::int64_t>(1, kGrain / (kBlock * c));
   for (std::int64_t i = 0; i < n; ++i) {
     const float* img = in + i * pixels * c;
-    float* sum = m + i * c;
-    // Channels split between the threads in whole vectors: every split sums each channel in
-    // the same order, so any thread count gives the same mean.
-    const std::int64_t grain =
-        std::max<std::int64_t>(16, (kGrain / std::max<std::int64_t>(pixels, 1) + 15) / 16 * 16);
-    at::parallel_for(0, c, grain, [&](std::int64_t c0, std::int64_t c1) {
-      cpuKernels().channelSums(img, pixels, c, c0, c1, sum, block.data_ptr<float>());
+    at::parallel_for(0, blocks, grain, [&](std::int64_t b0, std::int64_t b1) {
+      auto* scratch = static_cast<float*>(detail::threadScratch(sizeof(float) * c));
+      for (std::int64_t b = b0; b < b1; ++b)
+        cpuKernels().channelSums(img + b * kBlock * c, std::min(kBlock, pixels - b * kBlock), c, 0,
+                                 c, part + b * c, scratch);
     });
+    float* sum = m + i * c;
+    std::fill(sum, sum + c, 0.f);
+    for (std::int64_t b = 0; b < blocks; ++b)
+      for (std::int64_t j = 0; j < c; ++j)
+        sum[j] += part[b * c + j];
     for (std::int64_t j = 0; j < c; ++j)
       sum[j] /= count;
   }
