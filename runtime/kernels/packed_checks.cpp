@@ -1,9 +1,12 @@
 #include "packed_checks.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -96,7 +99,81 @@ bool wantsGradient(const at::Tensor& x) {
   return (at::GradMode::is_enabled() && x.requires_grad()) || x._fw_grad(0).defined();
 }
 
-bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds) {
+namespace {
+// A note of noteBound. The weak reference keeps the tensor object's memory (not its storage)
+// from being reused while the note exists, so an equal address is the same object.
+struct BoundNote {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl;
+  std::int64_t version = 0;
+  const void* data = nullptr;
+  std::int64_t numel = 0;
+  double bound = 0;
+};
+constexpr std::size_t kNotes = 16;
+struct BoundNotes {
+  std::array<std::optional<BoundNote>, kNotes> notes;
+  std::size_t next = 0;
+};
+thread_local BoundNotes t_notes;
+
+bool notable(const at::Tensor& t) {
+  return t.defined() && !t.is_inference() && t.layout() == at::kStrided && t.has_storage();
+}
+
+std::optional<BoundNote>* noteOf(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  for (auto& n : t_notes.notes)
+    if (n && n->impl._unsafe_get_target() == impl)
+      return &n;
+  return nullptr;
+}
+} // namespace
+
+void noteBound(const at::Tensor& t, double bound) {
+  if (!notable(t))
+    return;
+  std::optional<BoundNote>* slot = noteOf(t);
+  if (!(bound < 1e38)) { // NaN, infinity, or near float's range: nothing known
+    if (slot)
+      slot->reset();
+    return;
+  }
+  if (!slot) {
+    slot = &t_notes.notes[t_notes.next];
+    t_notes.next = (t_notes.next + 1) % kNotes;
+  }
+  *slot = BoundNote{
+      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()),
+      t._version(), t.data_ptr(), t.numel(), bound};
+}
+
+std::optional<double> knownBound(const at::Tensor& t) {
+  if (!notable(t))
+    return std::nullopt;
+  const std::optional<BoundNote>* n = noteOf(t);
+  if (!n || (*n)->version != t._version() || (*n)->data != t.data_ptr() || (*n)->numel != t.numel())
+    return std::nullopt;
+  return (*n)->bound;
+}
+
+double postOpBound(PostOp p, double bound) {
+  switch (p) {
+  case PostOp::Relu6:
+    return std::min(bound, 6.0);
+  case PostOp::Sigmoid:
+  case PostOp::Hardsigmoid:
+  case PostOp::Tanh:
+    return std::min(bound, 1.0);
+  default: // none, relu, silu, gelu, hardswish: |y| <= |x|
+    return bound;
+  }
+}
+
+bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds,
+                    double* input_bound) {
+  const std::optional<double> known = knownBound(x);
+  if (input_bound)
+    *input_bound = known ? *known : std::numeric_limits<double>::infinity();
   if (wantsGradient(x))
     return true;
   // Other activations keep NaN and infinity through oneDNN's kernels as through ATen's (a NaN
@@ -109,8 +186,18 @@ bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds) {
   const double kSafe = post == PostOp::Hardswish ? 5e37 : 1e38;
   if (!(bounds.weights < kSafe && bounds.bias < kSafe))
     return true;
-  const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());
-  return !s.finite || !(static_cast<double>(s.max_abs) * bounds.weights + bounds.bias < kSafe);
+  double m = 0;
+  if (known) {
+    m = *known;
+  } else {
+    const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());
+    if (!s.finite)
+      return true;
+    m = static_cast<double>(s.max_abs);
+    if (input_bound)
+      *input_bound = m;
+  }
+  return !(m * bounds.weights + bounds.bias < kSafe);
 }
 
 void* threadScratch(std::size_t bytes) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -51,7 +52,21 @@ inline bool eatsNaN(PostOp p) {
 /// reach them: oneDNN's relu, clip and hard sigmoid turn NaN into a number (and a sum
 /// overflowing in another order, then NaN, into 0); ATen's hardswish computes x * 6 first, so
 /// it overflows to inf above 3.4e38 / 6 where oneDNN's stays finite. x must be dense.
-bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds);
+/// `input_bound`, when given, gets the largest |x| known: noted by the packed op that made x, or
+/// found by the scan here; infinity when neither.
+bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds,
+                    double* input_bound = nullptr);
+
+/// What a packed op knows of a tensor it made: every element finite and at most `bound` in
+/// magnitude. A note holds while that tensor object lives with its version counter (which
+/// every in-place op of ATen's moves) and data pointer unchanged; the next packed op that reads
+/// it trusts the note instead of scanning it. The calling thread keeps its last 16 notes; a
+/// bound that is not finite (or at float's range) forgets the tensor's note instead.
+void noteBound(const at::Tensor& t, double bound);
+/// The bound noted for `t` by this thread, if one holds.
+std::optional<double> knownBound(const at::Tensor& t);
+/// An activation's largest |y| given |x| <= bound for its input x.
+double postOpBound(PostOp p, double bound);
 /// The gradient part of needsReference alone.
 bool wantsGradient(const at::Tensor& x);
 

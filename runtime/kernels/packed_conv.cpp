@@ -4,6 +4,8 @@
 // after them fused, and a residual added in the same pass (packed.h). Activations are
 // channels-last (NHWC, NDHWC). Each call runs the shared primitive with a scratchpad of its own
 // thread, so any number of threads may call one op at once.
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,11 +233,14 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   const at::MemoryFormat cl = channelsLastOf(spatialDims());
   if (x.size(0) == 0)
     return at::empty(out_sizes, x.options().memory_format(cl));
-  if (detail::needsReference(x, post, bounds_))
+  double in_bound = 0; // the largest |x|, when known (noted by the op that made x, or scanned)
+  if (detail::needsReference(x, post, bounds_, &in_bound))
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   const auto p = prepare(x);
   if (!p)
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
+  // The residual's largest |r|, when noted (read before the output may take its place).
+  const std::optional<double> r_bound = r_in ? detail::knownBound(*r_in) : std::nullopt;
   at::Tensor out;
   if (r_in && write_residual && r_in->is_contiguous(cl)) {
     out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
@@ -244,20 +249,30 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     if (r_in)
       out.copy_(*r_in);
   }
+  double sum_bound = in_bound * bounds_.weights + bounds_.bias;
   if (r_in) {
     // A residual that is not finite meets an activation that turns NaN into a number; one so
     // large that the sum could pass where ATen's hardswish overflows (5.67e37; the
-    // convolution's part is below 5e37) gets ATen's ops.
-    if (detail::eatsNaN(post) && !scanFloats(out.data_ptr<float>(), out.numel()).finite)
-      return referenceAdd(x_in, *r_in);
-    if (post == PostOp::Hardswish) {
+    // convolution's part is below 5e37) gets ATen's ops. A noted residual is not scanned.
+    const bool scan = detail::eatsNaN(post) || post == PostOp::Hardswish;
+    double r_max = std::numeric_limits<double>::infinity();
+    if (r_bound) {
+      r_max = *r_bound;
+    } else if (scan) {
       const FloatScan s = scanFloats(out.data_ptr<float>(), out.numel());
-      if (!s.finite || !(s.max_abs < 5e36f))
+      if (!s.finite)
         return referenceAdd(x_in, *r_in);
+      r_max = s.max_abs;
     }
+    if (post == PostOp::Hardswish && !(r_max < 5e36))
+      return referenceAdd(x_in, *r_in);
+    sum_bound += r_max;
   }
   runPrepared(*p, x, out, bias);
   finishPostOp(post, out);
+  // Every element of the output is at most this (a float sum in any order rounds within 1%),
+  // or the note is forgotten (an output that took the residual's place keeps no old note).
+  detail::noteBound(out, detail::postOpBound(post, sum_bound * 1.01));
   return out;
 }
 

@@ -247,6 +247,9 @@ at::Tensor maxPool2d(const at::Tensor& x, at::IntArrayRef kernel, at::IntArrayRe
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
     poolRows(*p, in, o, h, w, c, begin, end);
   });
+  // Each output is one of the input's values: a bound the input carries holds for it too.
+  if (const auto b = detail::knownBound(x))
+    detail::noteBound(out, *b);
   return out;
 }
 

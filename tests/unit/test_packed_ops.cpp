@@ -34,6 +34,7 @@
 
 #include "../../runtime/kernels/blocked_ops.h"
 #include "../../runtime/kernels/dispatch.h"
+#include "../../runtime/kernels/packed_checks.h"
 #include "packed_cases.h"
 
 using namespace xalloc::runtime;
@@ -261,6 +262,53 @@ graph(%x : Tensor, %r : Tensor, %w : __torch__.torch.classes.xalloc.PackedConv):
     EXPECT_LT(relError(s.at(0).toTensor(), want), 1e-5) << i;
   }
   EXPECT_TRUE(at::equal(r, r0)); // the caller's r untouched
+}
+
+// A packed convolution notes the bound of what it made, and the next one trusts the note
+// instead of scanning: outputs of finite inputs are finite and within the note. Any in-place
+// write (ATen's version counter moves) voids the note, so a NaN written into a noted output still
+// comes out where ATen's relu keeps it; a residual written into is noted afresh.
+TEST(PackedOps, ABoundNotedByTheOpThatMadeATensorHoldsUntilItIsWritten) {
+  at::manual_seed(8);
+  c10::NoGradGuard no_grad;
+  auto first = makeConv({"first", 8, 16, 3, 1, 1, 1, "relu"});
+  auto second = makeConv({"second", 16, 16, 3, 1, 1, 1, "relu"});
+  auto added = makeConv({"added", 16, 16, 3, 1, 1, 1, "add+relu6"});
+  const at::Tensor x = at::randn({1, 8, 12, 12});
+  EXPECT_FALSE(xalloc::runtime::detail::knownBound(x)) << "nothing noted for the caller's tensor";
+  at::Tensor y = first->run(x);
+  const auto b = xalloc::runtime::detail::knownBound(y);
+  ASSERT_TRUE(b);
+  EXPECT_GE(*b, y.abs().max().item<double>());
+  const SumBounds sb = xalloc::runtime::detail::sumBounds(first->weight, first->bias);
+  EXPECT_LE(*b, 1.01 * (x.abs().max().item<double>() * sb.weights + sb.bias));
+  const at::Tensor z = second->run(y);
+  EXPECT_LT(relError(z, second->reference(y)), 1e-5);
+  ASSERT_TRUE(xalloc::runtime::detail::knownBound(z));
+  EXPECT_GE(*xalloc::runtime::detail::knownBound(z), z.abs().max().item<double>());
+  const at::Tensor sum = added->runAdd(y, z);
+  ASSERT_TRUE(xalloc::runtime::detail::knownBound(sum));
+  EXPECT_LE(*xalloc::runtime::detail::knownBound(sum), 6.0) << "relu6's bound";
+  // Written in place: the note goes, the NaN is scanned and kept as ATen keeps it.
+  y.index_put_({0, 3, 4, 4}, NAN);
+  EXPECT_FALSE(xalloc::runtime::detail::knownBound(y));
+  expectSameNonFinite(second->run(y), second->reference(y), "a NaN written into a noted output");
+  at::Tensor w = first->run(x);
+  w.mul_(1e30);
+  EXPECT_FALSE(xalloc::runtime::detail::knownBound(w));
+  // A view is another tensor object: not noted, scanned.
+  at::Tensor v = first->run(x);
+  at::Tensor view = v.view(v.sizes());
+  EXPECT_FALSE(xalloc::runtime::detail::knownBound(view));
+  view.index_put_({0, 1, 1, 1}, INFINITY); // moves the counter the two share
+  EXPECT_FALSE(xalloc::runtime::detail::knownBound(v));
+  expectSameNonFinite(second->run(v), second->reference(v), "inf written through a view");
+  // Another thread keeps notes of its own.
+  const at::Tensor mine = first->run(x);
+  bool other = true;
+  std::thread([&] { other = xalloc::runtime::detail::knownBound(mine).has_value(); }).join();
+  EXPECT_FALSE(other);
+  EXPECT_TRUE(xalloc::runtime::detail::knownBound(mine));
 }
 
 TEST(PackedOps, GradientsAreATensOrTheOutputIsNotDetached) {
