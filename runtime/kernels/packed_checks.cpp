@@ -186,17 +186,16 @@ bool needsReference(const at::Tensor& x, PostOp post, const SumBounds& bounds,
   const double kSafe = post == PostOp::Hardswish ? 5e37 : 1e38;
   if (!(bounds.weights < kSafe && bounds.bias < kSafe))
     return true;
-  double m = 0;
-  if (known) {
-    m = *known;
-  } else {
-    const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());
-    if (!s.finite)
-      return true;
-    m = static_cast<double>(s.max_abs);
-    if (input_bound)
-      *input_bound = m;
-  }
+  // A note's bound grows layer by layer (each multiplies it by its weights' sums) far past
+  // the values themselves: too large to pass, it gives way to a scan, which finds the real one.
+  if (known && *known * bounds.weights + bounds.bias < kSafe)
+    return false;
+  const FloatScan s = scanFloats(x.data_ptr<float>(), x.numel());
+  if (!s.finite)
+    return true;
+  const auto m = static_cast<double>(s.max_abs);
+  if (input_bound)
+    *input_bound = m;
   return !(m * bounds.weights + bounds.bias < kSafe);
 }
 

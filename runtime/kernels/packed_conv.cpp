@@ -240,7 +240,8 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   if (!p)
     return r_in ? referenceAdd(x_in, *r_in) : reference(x_in);
   // The residual's largest |r|, when noted (read before the output may take its place).
-  const std::optional<double> r_bound = r_in ? detail::knownBound(*r_in) : std::nullopt;
+  constexpr double kUnknown = std::numeric_limits<double>::infinity();
+  const double r_noted = r_in ? detail::knownBound(*r_in).value_or(kUnknown) : kUnknown;
   at::Tensor out;
   if (r_in && write_residual && r_in->is_contiguous(cl)) {
     out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
@@ -255,10 +256,10 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     // large that the sum could pass where ATen's hardswish overflows (5.67e37; the
     // convolution's part is below 5e37) gets ATen's ops. A noted residual is not scanned.
     const bool scan = detail::eatsNaN(post) || post == PostOp::Hardswish;
-    double r_max = std::numeric_limits<double>::infinity();
-    if (r_bound) {
-      r_max = *r_bound;
-    } else if (scan) {
+    double r_max = kUnknown;
+    if (r_noted < kUnknown && (post != PostOp::Hardswish || r_noted < 5e36)) {
+      r_max = r_noted;
+    } else if (scan) { // not noted, or noted too large for hardswish: the real largest
       const FloatScan s = scanFloats(out.data_ptr<float>(), out.numel());
       if (!s.finite)
         return referenceAdd(x_in, *r_in);

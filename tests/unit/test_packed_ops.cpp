@@ -303,6 +303,16 @@ TEST(PackedOps, ABoundNotedByTheOpThatMadeATensorHoldsUntilItIsWritten) {
   view.index_put_({0, 1, 1, 1}, INFINITY); // moves the counter the two share
   EXPECT_FALSE(xalloc::runtime::detail::knownBound(v));
   expectSameNonFinite(second->run(v), second->reference(v), "inf written through a view");
+  // Forty layers multiply a note's bound by ~23 each (the weights' sums), past 1e38, while the
+  // values grow ~2x a layer: an op given a note too large to pass scans for the real bound and
+  // stays packed (its output noted), where trusting the note would send it to ATen's path.
+  auto deep = makeConv({"deep", 16, 16, 3, 1, 1, 1, "relu"});
+  at::Tensor h = at::rand({1, 16, 10, 10});
+  for (int layer = 0; layer < 40; ++layer) {
+    h = deep->run(h);
+    ASSERT_TRUE(xalloc::runtime::detail::knownBound(h)) << "layer " << layer << " took ATen's path";
+  }
+  EXPECT_LT(h.abs().max().item<double>(), 1e30);
   // Another thread keeps notes of its own.
   const at::Tensor mine = first->run(x);
   bool other = true;
