@@ -245,6 +245,10 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   at::Tensor out;
   if (r_in && write_residual && r_in->is_contiguous(cl)) {
     out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
+    // Written in place as ATen's in-place ops write: the version counter moves, and a bound
+    // another thread noted for the residual no longer holds.
+    if (!out.is_inference())
+      out.unsafeGetTensorImpl()->bump_version();
   } else {
     out = at::empty(p->output_sizes, x.options().memory_format(cl));
     if (r_in)

@@ -129,9 +129,6 @@ TORCH_LIBRARY_FRAGMENT(xalloc, m) {
           w->checkCalledAs(3, false);
           return w->run(x);
         });
-  m.def("squeeze_excite(Tensor x, __torch__.torch.classes.xalloc.PackedConv reduce, "
-        "__torch__.torch.classes.xalloc.PackedConv expand) -> Tensor",
-        squeezeExcite);
   m.def("linear_packed(Tensor x, __torch__.torch.classes.xalloc.PackedLinear w) -> Tensor",
         [](const at::Tensor& x, const c10::intrusive_ptr<PackedLinear>& w) { return w->run(x); });
   m.def("attention_packed(Tensor query, Tensor key, Tensor value, "
@@ -168,7 +165,19 @@ const torch::jit::RegisterOperators kConvAddOps(
                           convAddOp(2), c10::AliasAnalysisKind::FROM_SCHEMA),
      torch::jit::Operator("xalloc::conv3d_packed_add(Tensor x, "
                           "__torch__.torch.classes.xalloc.PackedConv w, Tensor residual) -> Tensor",
-                          convAddOp(3), c10::AliasAnalysisKind::FROM_SCHEMA)});
+                          convAddOp(3), c10::AliasAnalysisKind::FROM_SCHEMA),
+     // Boxed for the same reason: an input at its last use is scaled in place.
+     torch::jit::Operator(
+         "xalloc::squeeze_excite(Tensor x, __torch__.torch.classes.xalloc.PackedConv reduce, "
+         "__torch__.torch.classes.xalloc.PackedConv expand) -> Tensor",
+         [](torch::jit::Stack& stack) {
+           RECORD_FUNCTION("xalloc::squeeze_excite", c10::ArrayRef<const c10::IValue>{});
+           auto expand = torch::jit::pop(stack).toCustomClass<PackedConv>();
+           auto reduce = torch::jit::pop(stack).toCustomClass<PackedConv>();
+           at::Tensor x = torch::jit::pop(stack).toTensor();
+           torch::jit::push(stack, squeezeExciteInto(std::move(x), reduce, expand));
+         },
+         c10::AliasAnalysisKind::FROM_SCHEMA)});
 
 // A JIT operator, as libtorch registers its own: through the dispatcher (TORCH_LIBRARY), the
 // expanded operand came out such that an in-place MKLDNN mul on it took 100 ms instead of 0.8

@@ -20,6 +20,7 @@
 // the original ops: ATen's pooling, the packed convolutions, ATen's mul, with their errors.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -192,9 +193,14 @@ at::Tensor poolChannelsLast(const at::Tensor& x) {
   return mean;
 }
 
-at::Tensor scaleChannelsLast(const at::Tensor& x, const at::Tensor& scale) {
+// x * scale, into `x` itself when `in_place` (each element read before it is written).
+at::Tensor scaleChannelsLast(const at::Tensor& x, const at::Tensor& scale, bool in_place) {
   const std::int64_t n = x.size(0), c = x.size(1), pixels = x.size(2) * x.size(3);
-  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  at::Tensor out =
+      in_place ? x
+               : at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  if (in_place && !x.is_inference())
+    x.unsafeGetTensorImpl()->bump_version(); // written as ATen's in-place ops write
   const at::Tensor s = scale.contiguous();
   const float* in = x.data_ptr<float>();
   const float* sp = s.data_ptr<float>();
@@ -215,17 +221,45 @@ bool takes(const at::Tensor& x) {
 
 } // namespace
 
+namespace {
+at::Tensor squeezeExciteImpl(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                             const c10::intrusive_ptr<PackedConv>& expand, bool write_x);
+} // namespace
+
 at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
                          const c10::intrusive_ptr<PackedConv>& expand) {
+  return squeezeExciteImpl(x, reduce, expand, false);
+}
+
+at::Tensor squeezeExciteInto(at::Tensor&& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                             const c10::intrusive_ptr<PackedConv>& expand) {
+  // The only handle of its tensor and storage: nothing reads x after this op, which may scale
+  // it where it is (its lines in the cache of the core that wrote them) instead of writing a
+  // new tensor.
+  const bool alone = x.defined() && x.layout() == at::kStrided && x.use_count() == 1 &&
+                     x.storage().use_count() == 1;
+  const at::Tensor held = std::move(x);
+  return squeezeExciteImpl(held, reduce, expand, alone);
+}
+
+namespace {
+at::Tensor squeezeExciteImpl(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                             const c10::intrusive_ptr<PackedConv>& expand, bool write_x) {
   reduce->checkCalledAs(2, false);
   expand->checkCalledAs(2, false);
   if (!takes(x)) // the original ops, their results and errors
     return at::mul(expand->run(reduce->run(at::adaptive_avg_pool2d(x, {1, 1}))), x);
+  const std::optional<double> x_bound = detail::knownBound(x); // before x may be written
   const at::Tensor scale = convOfMeans(*expand, convOfMeans(*reduce, poolChannelsLast(x)));
   if (scale.sizes() != at::IntArrayRef({x.size(0), x.size(1), 1, 1}) ||
       scale.scalar_type() != at::kFloat)
     return at::mul(scale, x); // a scale of other channels: ATen's broadcast and its error
-  return scaleChannelsLast(x, scale);
+  at::Tensor out = scaleChannelsLast(x, scale, write_x);
+  // A scale in [0, 1] (a sigmoid's, a hard sigmoid's) keeps a bound x carried.
+  if (x_bound && (expand->post == PostOp::Sigmoid || expand->post == PostOp::Hardsigmoid))
+    detail::noteBound(out, *x_bound);
+  return out;
 }
+} // namespace
 
 } // namespace xalloc::runtime

@@ -16,6 +16,7 @@
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include "xalloc/runtime/packed.h"
 #include "xalloc/tspass/fusions.h"
@@ -74,12 +75,14 @@ at::Tensor atenBlock(const Block& b, const at::Tensor& x) {
   return s * x;
 }
 
+// The TorchScript op, as a graph calls it; the stack holds a copy of the caller's handle, so x
+// is never written.
 at::Tensor fused(const Block& b, const at::Tensor& x) {
-  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("xalloc::squeeze_excite", "");
-  return op
-      .typed<at::Tensor(const at::Tensor&, const c10::intrusive_ptr<PackedConv>&,
-                        const c10::intrusive_ptr<PackedConv>&)>()
-      .call(x, b.reduce, b.expand);
+  static const auto op =
+      torch::jit::findOperatorFor(c10::OperatorName("xalloc::squeeze_excite", ""));
+  torch::jit::Stack stack{x, b.reduce, b.expand};
+  op->getOperation()(stack);
+  return stack.back().toTensor();
 }
 
 at::Tensor channelsLast(at::Tensor t) {
@@ -189,6 +192,27 @@ TEST(SqueezeExcite, AnyThreadCountGivesTheSameResult) {
   at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one, two));
   expectClose(one, atenBlock(b, x));
+}
+
+// An input passed at its last use (the only handle of its tensor and storage) is scaled in
+// place; one held anywhere else keeps its values. The same result either way.
+TEST(SqueezeExcite, AnInputAtItsLastUseIsScaledInPlace) {
+  c10::NoGradGuard no_grad;
+  const Block b = makeBlock(40, 10, "silu", "sigmoid");
+  const at::Tensor x = channelsLast(at::randn({1, 40, 20, 20}));
+  const at::Tensor want = fused(b, x);
+  at::Tensor alone = x.clone();
+  const void* p = alone.data_ptr();
+  const at::Tensor into = runtime::squeezeExciteInto(std::move(alone), b.reduce, b.expand);
+  EXPECT_EQ(into.data_ptr(), p) << "an input no one holds was copied";
+  EXPECT_TRUE(at::equal(into, want));
+  at::Tensor kept = x.clone();
+  at::Tensor handle = kept;
+  const at::Tensor copied = runtime::squeezeExciteInto(std::move(handle), b.reduce, b.expand);
+  EXPECT_NE(copied.data_ptr(), kept.data_ptr());
+  EXPECT_TRUE(at::equal(kept, x)) << "an input the caller holds was written";
+  EXPECT_TRUE(at::equal(copied, want));
+  EXPECT_TRUE(at::equal(fused(b, x), want)); // and the op through a stack leaves x alone
 }
 
 TEST(SqueezeExcite, OtherInputsGetTheOriginalOps) {

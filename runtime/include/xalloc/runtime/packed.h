@@ -168,6 +168,10 @@ private:
 /// runtime's on a channels-last float input, the original ops on any other.
 at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
                          const c10::intrusive_ptr<PackedConv>& expand);
+/// The same, scaling `x` in place where this handle is the only one of its tensor and storage
+/// (the TorchScript op passes a value at its last use so); held elsewhere, a new tensor.
+at::Tensor squeezeExciteInto(at::Tensor&& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                             const c10::intrusive_ptr<PackedConv>& expand);
 
 /// A linear (x W^T + b) with its weight packed for oneDNN's inner product, the activation after
 /// it fused: what a frozen linear's weight becomes when re-laid for oneDNN (the inputs stay
