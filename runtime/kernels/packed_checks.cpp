@@ -99,6 +99,16 @@ bool wantsGradient(const at::Tensor& x) {
   return (at::GradMode::is_enabled() && x.requires_grad()) || x._fw_grad(0).defined();
 }
 
+bool ownedAlone(const at::Tensor& t) {
+  return t.defined() && t.layout() == at::kStrided && t.use_count() == 1 &&
+         t.storage().use_count() == 1;
+}
+
+void markWritten(const at::Tensor& t) {
+  if (!t.is_inference())
+    t.unsafeGetTensorImpl()->bump_version();
+}
+
 namespace {
 // A note of noteBound. The weak reference keeps the tensor object's memory (not its storage)
 // from being reused while the note exists, so an equal address is the same object.

@@ -67,6 +67,14 @@ void noteBound(const at::Tensor& t, double bound);
 std::optional<double> knownBound(const at::Tensor& t);
 /// An activation's largest |y| given |x| <= bound for its input x.
 double postOpBound(PostOp p, double bound);
+/// True when `t` is the only handle of its tensor object and of its storage: nothing can read
+/// it after the caller is done (a Python variable, a later reader in a graph or a view would
+/// hold another). The boxed ops pop their inputs off the interpreter's stack, so a value passed
+/// at its last use arrives so, and they may write it instead of making a new tensor.
+bool ownedAlone(const at::Tensor& t);
+/// Marks `t` written in place, as ATen's in-place ops do: its version counter moves (and a
+/// bound any thread noted for it no longer holds).
+void markWritten(const at::Tensor& t);
 /// The gradient part of needsReference alone.
 bool wantsGradient(const at::Tensor& x);
 

@@ -201,11 +201,9 @@ at::Tensor PackedConv::runAddInto(const at::Tensor& x_in, at::Tensor&& r) {
   TORCH_CHECK(residual, convOpName(spatialDims(), true),
               ": this packed convolution adds no residual (its post-op is '", postOpName(post),
               "'): call ", convOpName(spatialDims(), false));
-  // The only handle of its tensor and storage: nothing reads it after this op (a Python
-  // variable, a later reader in the graph or a view would hold another), and the convolution
-  // may add into it where ATen's add would have made a new tensor.
-  const bool alone = r.defined() && r.layout() == at::kStrided && r.use_count() == 1 &&
-                     r.storage().use_count() == 1;
+  // Held by no one else, the convolution may add into it where ATen's add would have made a
+  // new tensor.
+  const bool alone = detail::ownedAlone(r);
   const at::Tensor held = std::move(r);
   return runChecked(x_in, &held, alone);
 }
@@ -245,10 +243,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   at::Tensor out;
   if (r_in && write_residual && r_in->is_contiguous(cl)) {
     out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
-    // Written in place as ATen's in-place ops write: the version counter moves, and a bound
-    // another thread noted for the residual no longer holds.
-    if (!out.is_inference())
-      out.unsafeGetTensorImpl()->bump_version();
+    detail::markWritten(out);
   } else {
     out = at::empty(p->output_sizes, x.options().memory_format(cl));
     if (r_in)

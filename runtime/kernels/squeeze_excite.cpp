@@ -199,8 +199,8 @@ at::Tensor scaleChannelsLast(const at::Tensor& x, const at::Tensor& scale, bool 
   at::Tensor out =
       in_place ? x
                : at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  if (in_place && !x.is_inference())
-    x.unsafeGetTensorImpl()->bump_version(); // written as ATen's in-place ops write
+  if (in_place)
+    detail::markWritten(x);
   const at::Tensor s = scale.contiguous();
   const float* in = x.data_ptr<float>();
   const float* sp = s.data_ptr<float>();
@@ -219,30 +219,7 @@ bool takes(const at::Tensor& x) {
          !x.is_neg() && !x.is_conj() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
 }
 
-} // namespace
-
-namespace {
-at::Tensor squeezeExciteImpl(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
-                             const c10::intrusive_ptr<PackedConv>& expand, bool write_x);
-} // namespace
-
-at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
-                         const c10::intrusive_ptr<PackedConv>& expand) {
-  return squeezeExciteImpl(x, reduce, expand, false);
-}
-
-at::Tensor squeezeExciteInto(at::Tensor&& x, const c10::intrusive_ptr<PackedConv>& reduce,
-                             const c10::intrusive_ptr<PackedConv>& expand) {
-  // The only handle of its tensor and storage: nothing reads x after this op, which may scale
-  // it where it is (its lines in the cache of the core that wrote them) instead of writing a
-  // new tensor.
-  const bool alone = x.defined() && x.layout() == at::kStrided && x.use_count() == 1 &&
-                     x.storage().use_count() == 1;
-  const at::Tensor held = std::move(x);
-  return squeezeExciteImpl(held, reduce, expand, alone);
-}
-
-namespace {
+// The block, scaling x in place when `write_x`.
 at::Tensor squeezeExciteImpl(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
                              const c10::intrusive_ptr<PackedConv>& expand, bool write_x) {
   reduce->checkCalledAs(2, false);
@@ -260,6 +237,21 @@ at::Tensor squeezeExciteImpl(const at::Tensor& x, const c10::intrusive_ptr<Packe
     detail::noteBound(out, *x_bound);
   return out;
 }
+
 } // namespace
+
+at::Tensor squeezeExcite(const at::Tensor& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                         const c10::intrusive_ptr<PackedConv>& expand) {
+  return squeezeExciteImpl(x, reduce, expand, false);
+}
+
+at::Tensor squeezeExciteInto(at::Tensor&& x, const c10::intrusive_ptr<PackedConv>& reduce,
+                             const c10::intrusive_ptr<PackedConv>& expand) {
+  // Held by no one else, x may be scaled where it is (its lines in the cache of the core that
+  // wrote them) instead of into a new tensor.
+  const bool alone = detail::ownedAlone(x);
+  const at::Tensor held = std::move(x);
+  return squeezeExciteImpl(held, reduce, expand, alone);
+}
 
 } // namespace xalloc::runtime
