@@ -32,10 +32,6 @@ struct ResidualAdd {
   std::string post; // "add" or "add+relu"
 };
 
-bool isConv(const Node* n) {
-  return n->kind() == c10::aten::conv2d || n->kind() == c10::aten::conv3d;
-}
-
 bool isAdd(const Node* n) {
   return n->kind() == c10::aten::add || n->kind() == layouts::sym("aten::add_");
 }

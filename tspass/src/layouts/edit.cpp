@@ -112,8 +112,16 @@ void replaceNode(Node* old_node, Node* new_node, std::vector<Node*>& nodes) {
 
 void dropNode(Node* n, Value* replacement, std::vector<Node*>& nodes) {
   n->output()->replaceAllUsesWith(replacement);
+  removeNode(n, nodes);
+}
+
+void removeNode(Node* n, std::vector<Node*>& nodes) {
   nodes.erase(std::remove(nodes.begin(), nodes.end(), n), nodes.end());
   n->destroy();
+}
+
+bool isConv(const Node* n) {
+  return n->kind() == c10::aten::conv2d || n->kind() == c10::aten::conv3d;
 }
 
 Value* Converter::convert(Value* v, Node* user, const std::string& key,

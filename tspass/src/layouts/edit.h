@@ -50,6 +50,10 @@ std::optional<ConvParams> convParams(const Node* n);
 void replaceNode(Node* old_node, Node* new_node, std::vector<Node*>& nodes);
 /// `n` goes, its readers reading `replacement`.
 void dropNode(Node* n, Value* replacement, std::vector<Node*>& nodes);
+/// `n`, read by nothing now, goes from the graph and from `nodes`.
+void removeNode(Node* n, std::vector<Node*>& nodes);
+/// aten::conv2d or aten::conv3d.
+bool isConv(const Node* n);
 /// The region's ops that write their input in place.
 std::vector<Node*> inPlaceWriters(const LayoutRegion& r);
 

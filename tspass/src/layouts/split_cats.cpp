@@ -20,10 +20,6 @@ namespace {
 constexpr std::size_t kMaxPieces = 4;    // more: the small convolutions cost more than the copy
 constexpr std::int64_t kMinChannels = 8; // a thinner piece makes an inefficient convolution
 
-bool isConv(const Node* n) {
-  return n->kind() == c10::aten::conv2d || n->kind() == c10::aten::conv3d;
-}
-
 // An op that computes each channel from that channel alone, one tensor in and one out, and does
 // not write its input: a pooling, an activation.
 bool actsPerChannel(const Node* n) {
@@ -121,10 +117,6 @@ void insertAfter(std::vector<Node*>& nodes, const Node* at, const std::vector<No
   nodes.insert(it == nodes.end() ? it : it + 1, added.begin(), added.end());
 }
 
-void erase(std::vector<Node*>& nodes, const Node* n) {
-  nodes.erase(std::remove(nodes.begin(), nodes.end(), n), nodes.end());
-}
-
 void split(torch::jit::Graph& g, LayoutRegion& r, const CatConv& c,
            std::unordered_set<const Node*>& adds) {
   const ConvParams p = *convParams(c.conv);
@@ -167,13 +159,10 @@ void split(torch::jit::Graph& g, LayoutRegion& r, const CatConv& c,
     sum = add->output();
   }
   insertAfter(r.nodes, c.conv, added);
-  c.conv->output()->replaceAllUsesWith(sum);
-  for (Node* n : {c.conv, c.per_channel, c.cat, c.list}) {
-    if (!n)
-      continue;
-    erase(r.nodes, n);
-    n->destroy();
-  }
+  dropNode(c.conv, sum, r.nodes);
+  for (Node* n : {c.per_channel, c.cat, c.list}) // read by nothing now, in this order
+    if (n)
+      removeNode(n, r.nodes);
 }
 
 } // namespace
