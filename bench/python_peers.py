@@ -61,7 +61,7 @@ def parse():
     # in that round); in turns of 0.2 s, five processes spread 1.0-1.6% where the original still
     # shows glibc's bimodality (EfficientNet-B0: 14.3 ms in one process, 20.5 in the others).
     p.add_argument("--turns", type=float, default=0.2, metavar="SECONDS",
-                   help="with --processes: keep each contender's processes alive together and "
+                   help="with --processes: keep every contender's processes alive together and "
                         "time them in turns of this many seconds, so that every process samples "
                         "the machine's slow and fast phases alike (0: one after another)")
     p.add_argument("--child", help=argparse.SUPPRESS)  # one contender, in a process of its own
@@ -279,21 +279,24 @@ def child():
                       "calls": len(ts), "rss_mib": rss, "peak_mib": peak}))
 
 
-def in_turns(name, base, work):
-    """--turns: `name` in --processes fresh processes alive together, each timed in turns of
-    --turns seconds, the order rotating, until each has at least --rounds calls and
-    --min-seconds of timing. Returns each process's summary and its output file."""
-    procs, outs = [], []
+def in_turns(names, base, work):
+    """--turns: every contender in `names` in --processes fresh processes, all alive together,
+    each timed in turns of --turns seconds, the order of all of them rotating, until each has at
+    least --rounds calls and --min-seconds of timing: a slow phase of the machine falls on every
+    contender alike. Returns each contender's processes' summaries and output files."""
+    procs = []  # (name, process, output file)
     try:
-        for k in range(args.processes):
-            outs.append(os.path.join(work, f"{name}.{k}.pt"))
-            err = open(os.path.join(work, f"{name}.{k}.err"), "w+")  # never a full pipe
-            procs.append(subprocess.Popen(base + ["--child", name, "--child-output", outs[-1],
-                                                  "--serve"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=err, text=True))
-            procs[-1].err = err
+        for k in range(args.processes):  # contenders interleaved: orig, peer, ..., orig, ...
+            for n in names:
+                out = os.path.join(work, f"{n}.{k}.pt")
+                err = open(os.path.join(work, f"{n}.{k}.err"), "w+")  # never a full pipe
+                p = subprocess.Popen(base + ["--child", n, "--child-output", out, "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                     text=True)
+                p.err = err
+                procs.append((n, p, out))
 
-        def reply(p):
+        def reply(name, p):
             line = p.stdout.readline()
             if not line:
                 p.wait()
@@ -302,32 +305,38 @@ def in_turns(name, base, work):
                                  f"{(p.err.read().strip().splitlines() or ['?'])[-1]}")
             return json.loads(line)
 
-        def ask(p, cmd):
+        def ask(name, p, cmd):
             p.stdin.write(json.dumps(cmd) + "\n")
             p.stdin.flush()
-            return reply(p)
-        for p in procs:
-            reply(p)  # loaded and warmed up
+            return reply(name, p)
+        for n, p, _ in procs:
+            reply(n, p)  # loaded and warmed up
         ts = [[] for _ in procs]
         timed = [0.0] * len(procs)
         turn = 0
+        # Contender by contender, one's slow phase (seconds long on this shared machine) read as
+        # that contender's: MobileNetV3-Small at two threads, ours over ONNX Runtime 0.74 in one
+        # run and 1.17 in the next (session 40). The rotation interleaves the contenders.
         while any(len(t) < args.rounds or s < args.min_seconds for t, s in zip(ts, timed)):
             order = list(range(len(procs)))
             order = order[turn % len(order):] + order[:turn % len(order)]
             for k in order:
-                ms = ask(procs[k], {"time": args.turns})["ms"]
+                name, p, _ = procs[k]
+                ms = ask(name, p, {"time": args.turns})["ms"]
                 ts[k] += ms
                 timed[k] += sum(ms) / 1e3
             turn += 1
-        runs = []
-        for p, t in zip(procs, ts):
-            mem = ask(p, {"finish": True})
+        runs = {n: [] for n in names}
+        outputs = {n: [] for n in names}
+        for (n, p, out), t in zip(procs, ts):
+            mem = ask(n, p, {"finish": True})
             t.sort()
-            runs.append({"p50": t[len(t) // 2], "p90": t[min(len(t) - 1, (9 * len(t)) // 10)],
-                         "calls": len(t), **mem})
-        return runs, outs
+            runs[n].append({"p50": t[len(t) // 2], "p90": t[min(len(t) - 1, (9 * len(t)) // 10)],
+                            "calls": len(t), **mem})
+            outputs[n].append(out)
+        return runs, outputs
     finally:
-        for p in procs:
+        for _, p, _ in procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
@@ -349,8 +358,8 @@ def processes():
     errors = {}
     with tempfile.TemporaryDirectory() as work:
         outputs = {}
-        for n in names if args.turns > 0 else []:
-            runs[n], outputs[n] = in_turns(n, base, work)
+        if args.turns > 0:
+            runs, outputs = in_turns(names, base, work)
         for k in range(args.processes if args.turns <= 0 else 0):
             order = names[k % len(names):] + names[:k % len(names)]
             for n in order:
