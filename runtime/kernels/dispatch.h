@@ -17,6 +17,16 @@ struct Pool2d {
   std::int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 };
 
+/// Two sources' channels interleaved pixel by pixel (channel_shuffle.cpp): for each pixel p and
+/// j < pairs, out[p * out_stride + 2j] = a[p * a_stride + j] and out[p * out_stride + 2j + 1] =
+/// b[p * b_stride + j]. A channel shuffle of two groups is one (a and b the halves of a pixel).
+struct PairInterleave {
+  const float* a;
+  const float* b;
+  float* out;
+  std::int64_t a_stride, b_stride, out_stride, pairs;
+};
+
 /// The instruction sets the kernels have variants for, lowest first.
 enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512f = 2 };
 

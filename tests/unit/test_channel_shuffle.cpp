@@ -3,7 +3,11 @@
 // xalloc::channel_shuffle of the region's value with its exit conversion gone, the outputs bit
 // for bit the same, and the input's gradient too (ATen's channel_shuffle has none: the runtime's
 // op takes the idiom's ops then); the second unit's, read by a permute, stays.
+#include <limits>
+#include <tuple>
+
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
@@ -95,4 +99,81 @@ TEST(ChannelShuffle, TheShuffleAndTheChunkAreABorderBetweenTwoRegions) {
   using Feed = std::pair<std::size_t, std::size_t>;
   EXPECT_EQ(borders[units[0]], (std::vector<Feed>{{0, units[1]}}));
   EXPECT_TRUE(borders[units[1]].empty());
+}
+
+TEST(ChannelShuffle, AUnitsConcatenationShuffleAndTheNextChunkAreOneOp) {
+  xalloc::testing::Frozen f = xalloc::testing::packedSample("shufflecnn");
+  ASSERT_EQ(shuffleChannelsInPlace(*f.graph), 1);
+  const c10::IValue shuffled = runGraph(f.graph, f.inputs);
+  const std::size_t cats = countNodes(*f.graph, "aten::cat");
+
+  // The first unit's end and the second's chunk: one op making both halves; the second unit's
+  // concatenation, read by the idiom's view (its shuffle permuted after), stays.
+  EXPECT_EQ(fuseCatShuffles(*f.graph), 1);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::cat_shuffle_chunk"), 1u);
+  EXPECT_EQ(countNodes(*f.graph, "xalloc::channel_shuffle"), 0u);
+  EXPECT_EQ(countNodes(*f.graph, "aten::chunk"), 1u) << "the first unit's own";
+  EXPECT_EQ(countNodes(*f.graph, "aten::cat"), cats - 1);
+  EXPECT_TRUE(bitwiseEqual({shuffled}, {runGraph(f.graph, f.inputs)}));
+  EXPECT_EQ(fuseCatShuffles(*f.graph), 0) << "a second pass finds nothing more";
+}
+
+TEST(ChannelShuffle, TheFusedUnitEndGivesTheOpsElementsForAnyInput) {
+  c10::NoGradGuard no_grad;
+  using Two = std::tuple<at::Tensor, at::Tensor>;
+  auto& d = c10::Dispatcher::singleton();
+  auto whole = d.findSchemaOrThrow("xalloc::cat_shuffle", "")
+                   .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  auto halves = d.findSchemaOrThrow("xalloc::cat_shuffle_chunk", "")
+                    .typed<Two(const at::Tensor&, const at::Tensor&)>();
+  auto sameBits = [](const at::Tensor& x, const at::Tensor& y) { // NaN included
+    return x.sizes() == y.sizes() && at::equal(x.view(at::kInt), y.view(at::kInt));
+  };
+  auto check = [&](const at::Tensor& a, const at::Tensor& b, const char* what) {
+    const at::Tensor want = at::channel_shuffle(at::cat({a, b}, 1), 2);
+    EXPECT_TRUE(sameBits(whole.call(a, b), want)) << what;
+    const auto parts = want.chunk(2, 1);
+    const auto [x1, x2] = halves.call(a, b);
+    EXPECT_TRUE(sameBits(x1, parts[0])) << what;
+    EXPECT_TRUE(sameBits(x2, parts[1])) << what;
+  };
+  const auto cl = at::MemoryFormat::ChannelsLast;
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    // ShuffleNetV2's channels (58: whole vectors and a tail), a NaN and an infinity carried.
+    at::Tensor prev = at::randn({2, 116, 9, 7}).contiguous(cl);
+    prev.index_put_({1, 3, 2, 2}, std::numeric_limits<float>::quiet_NaN());
+    prev.index_put_({0, 60, 8, 6}, -std::numeric_limits<float>::infinity());
+    const at::Tensor a = prev.narrow(1, 0, 58); // a slice of the last shuffle's channels
+    const at::Tensor b = at::randn({2, 58, 9, 7}).contiguous(cl);
+    check(a, b, "a slice and a dense channels-last piece");
+    check(a.contiguous(), b.contiguous(), "row-major pieces (the ops' path)");
+    check(at::randn({1, 5, 3, 3}).contiguous(cl), at::randn({1, 5, 3, 3}).contiguous(cl),
+          "an odd number of pairs: halves not made of pairs");
+    check(at::randn({1, 4, 3, 3}).contiguous(cl), at::randn({1, 6, 3, 3}).contiguous(cl),
+          "pieces of unequal channels");
+  }
+  at::set_num_threads(1);
+  {
+    // Pieces that want gradients take the ops: the idiom's gradients.
+    c10::AutoGradMode grad(true);
+    const at::Tensor a = at::randn({1, 8, 3, 3}).contiguous(cl).requires_grad_(true);
+    const at::Tensor b = at::randn({1, 8, 3, 3}).requires_grad_(true);
+    const at::Tensor a2 = a.detach().clone().requires_grad_(true);
+    const at::Tensor b2 = b.detach().clone().requires_grad_(true);
+    const at::Tensor w = at::randn({1, 8, 3, 3});
+    const auto [x1, x2] = halves.call(a, b);
+    ((x1 * w).sum() + (x2 * w * 2).sum()).backward();
+    const auto parts = at::cat({a2, b2}, 1)
+                           .view({1, 2, 8, 3, 3})
+                           .transpose(1, 2)
+                           .contiguous()
+                           .view({1, 16, 3, 3})
+                           .chunk(2, 1);
+    ((parts[0] * w).sum() + (parts[1] * w * 2).sum()).backward();
+    EXPECT_TRUE(at::equal(a.grad(), a2.grad()));
+    EXPECT_TRUE(at::equal(b.grad(), b2.grad()));
+  }
+  // The ops refuse what they refuse: pieces of other sizes.
+  EXPECT_THROW(whole.call(at::randn({1, 4, 3, 3}), at::randn({1, 4, 2, 3})), std::exception);
 }

@@ -58,7 +58,7 @@ TEST(CpuDispatch, EachLevelTakesTheVariantsItRuns) {
   EXPECT_NE(base.channelSums, nullptr);
   EXPECT_NE(base.scalePixels, nullptr);
   EXPECT_NE(base.matVec, nullptr);
-  EXPECT_NE(base.interleaveHalves, nullptr);
+  EXPECT_NE(base.interleavePairs, nullptr);
   EXPECT_EQ(base.siluRange, nullptr);
   EXPECT_EQ(base.interleave3, nullptr);
   // A level above this CPU's is capped to it.
@@ -130,7 +130,9 @@ TEST(CpuDispatch, EveryLevelShufflesAsAten) {
     const std::int64_t pixels = x.numel() / c;
     for (Isa isa : levels()) {
       at::Tensor out = at::empty_like(want, at::MemoryFormat::ChannelsLast);
-      kernelsFor(isa).interleaveHalves(x.data_ptr<float>(), out.data_ptr<float>(), c, 0, pixels);
+      const float* in = x.data_ptr<float>();
+      kernelsFor(isa).interleavePairs({in, in + c / 2, out.data_ptr<float>(), c, c, c, c / 2}, 0,
+                                      pixels);
       EXPECT_TRUE(at::equal(out, want)) << isaName(isa) << " c=" << c;
     }
   }

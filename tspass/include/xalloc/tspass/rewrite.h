@@ -105,6 +105,14 @@ std::int64_t bracketActivations(torch::jit::Graph& graph);
 /// runtime's ops (the fast form). Returns how many.
 std::int64_t shuffleChannelsInPlace(torch::jit::Graph& graph);
 
+/// Each `xalloc::channel_shuffle(cat([a, b], 1), 2)` (ShuffleNetV2's unit end, after
+/// shuffleChannelsInPlace) made one `xalloc::cat_shuffle(a, b)`, or, when its one reader is a
+/// `chunk(2, 1)` unpacked into two halves (the next unit's start), one
+/// `xalloc::cat_shuffle_chunk(a, b)` making both halves dense; a conversion only the
+/// concatenation read goes too (the op reads a slice of channels where it is). The same
+/// elements, bit for bit. Returns how many.
+std::int64_t fuseCatShuffles(torch::jit::Graph& graph);
+
 /// Each list of feature maps that only channel concatenations read (DenseNet's dense blocks:
 /// built by prim::ListConstruct, grown by aten::append, read by aten::cat(list, 1)) made
 /// channels-last: a part a fast-form region made goes in as it is (its exit conversion to
