@@ -180,6 +180,36 @@ TEST(SqueezeExcite, TheOpGivesATensOutputsAtNaNInfinityAndOverflow) {
   }
 }
 
+// One pixel, one channel, weight 1 and bias 0: the mean is the value and the block's scale
+// act2(act1(x)), so both activations meet the extremes themselves, as ATen's ops do.
+TEST(SqueezeExcite, EachActivationMeetsTheExtremesAsAtensOp) {
+  c10::NoGradGuard no_grad;
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto conv = [](const char* a) {
+    return c10::make_intrusive<PackedConv>(
+        at::ones({1, 1, 1, 1}), at::zeros({1}), std::vector<std::int64_t>{1, 1},
+        std::vector<std::int64_t>{0, 0}, std::vector<std::int64_t>{1, 1}, 1, a);
+  };
+  for (const auto& [a1, a2] : {std::pair<const char*, const char*>{"relu", "hardsigmoid"},
+                               {"silu", "sigmoid"},
+                               {"relu", "sigmoid"},
+                               {"silu", "hardsigmoid"}}) {
+    Block b;
+    b.reduce = conv(a1);
+    b.expand = conv(a2);
+    for (float v : {3e38f, -3e38f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), -0.f, 0.f,
+                    1e-3f, -2.9f, 3.f, -3.f, 6.f, -100.f, 100.f, 88.f, -88.f}) {
+      SCOPED_TRACE(std::string(a1) + ", " + a2 + " at " + std::to_string(v));
+      const at::Tensor x = at::full({1, 1, 1, 1}, v);
+      const at::Tensor want = act(act(x, a1), a2) * x;
+      const at::Tensor got = fused(b, x);
+      EXPECT_EQ(got.isnan().item<bool>(), want.isnan().item<bool>());
+      EXPECT_EQ(got.isinf().item<bool>(), want.isinf().item<bool>());
+      EXPECT_TRUE(at::allclose(got, want, 1e-6, 0, /*equal_nan=*/true)) << got << want;
+    }
+  }
+}
+
 TEST(SqueezeExcite, AnyThreadCountGivesTheSameResult) {
   c10::NoGradGuard no_grad;
   const int threads = at::get_num_threads();
