@@ -200,7 +200,7 @@ expect_error 2 "loose.json: /summary/tolerance: error: a schedule's tolerance is
 expect_error 2 "tolerance" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance lots -o "$WORK/t.json"
 expect_error 2 "exclude" -- xsched --profile "$WORK/profile.json" --cost "$WORK/cost.json" --tolerance 1e-3 --exact -o "$WORK/t.json"
 expect_error 2 "exclude" -- xrewrite "$model" -s "$WORK/schedule.json" --tolerance 1e-3 --exact -o "$WORK/t.pt"
-expect_error 2 "^xrewrite: error: --no-fusion 'squeeze-excite': no such fusion \(the fusions are channel_shuffle, squeeze_excite," -- \
+expect_error 2 "^xrewrite: error: --no-fusion 'squeeze-excite': no such fusion \(the fusions are channel_shuffle, cat_shuffle, squeeze_excite," -- \
   xrewrite "$model" -s "$WORK/schedule.json" --no-fusion squeeze-excite -o "$WORK/t.pt"
 [[ ! -e $WORK/t.pt ]] || fail "--no-fusion with a bad name wrote a model"
 [[ ! -e "$WORK/t.json" && ! -e "$WORK/t.pt" ]] || fail "a refused tolerance left an output"

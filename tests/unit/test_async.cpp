@@ -189,11 +189,11 @@ torch::jit::Stack runGraph(const std::string& ir, const at::Tensor& x) {
 TEST(Async, TorchScriptOpRunsInAGraph) {
   // contiguous_async and contiguous; conv2d_packed, conv2d_packed_add, conv3d_packed,
   // conv3d_packed_add, linear_packed, attention_packed, squeeze_excite, mkldnn_constant and
-  // broadcast_mkldnn (packed.h); channel_shuffle; to_blocked,
+  // broadcast_mkldnn (packed.h); channel_shuffle, cat_shuffle and cat_shuffle_chunk; to_blocked,
   // blocked_max_pool2d, blocked_max_pool3d and blocked_ relu, hardswish, hardsigmoid and relu6,
   // each in place and not (blocked_ops.cpp); activations_enter and activations_exit
   // (activation_cache.h); max_pool2d (pool_nhwc.cpp).
-  ASSERT_EQ(loadOps(), 26);
+  ASSERT_EQ(loadOps(), 28);
   at::Tensor x = at::randn({123, 77});
   const auto out = runGraph(R"IR(
 graph(%x : Tensor):

@@ -5,8 +5,13 @@
 // second run finds it applied; blocks the runtime would only hand back to ATen (attention
 // weights wanted, a mask, weights that are not constants) are no regions.
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
@@ -83,6 +88,17 @@ TEST(AttentionRegions, TheFastPathIsARegionInItsBranch) {
   EXPECT_EQ(regionExits(r)[0], r.nodes[0]->output(0));
 }
 
+namespace {
+// The names of the ops dispatched while noteOp is a callback (RecordFunction's).
+std::mutex g_ran_mutex;
+std::set<std::string> g_ran;
+std::unique_ptr<at::ObserverContext> noteOp(const at::RecordFunction& fn) {
+  const std::lock_guard<std::mutex> lock(g_ran_mutex);
+  g_ran.insert(fn.name());
+  return nullptr;
+}
+} // namespace
+
 TEST(AttentionRegions, PackedItRunsTheRuntimesAttentionWithinRounding) {
   if (!runtime::hasPackedConv())
     GTEST_SKIP() << "runtime built without oneDNN";
@@ -112,8 +128,22 @@ TEST(AttentionRegions, PackedItRunsTheRuntimesAttentionWithinRounding) {
   EXPECT_EQ(e.packed, 1);
   EXPECT_EQ(find(*f.graph, kMha).size(), 0u);
   ASSERT_EQ(find(*f.graph, kPacked).size(), 1u);
-  const c10::IValue after = runGraph(f.graph, f.inputs);
-  EXPECT_FALSE(bitwiseEqual({before}, {after})) << "the packed attention ran";
+  // The ops the call dispatched: the packed op, and not ATen's attention (its reference path).
+  c10::IValue after;
+  {
+    const std::lock_guard<std::mutex> lock(g_ran_mutex);
+    g_ran.clear();
+  }
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(noteOp).scopes({at::RecordScope::FUNCTION}));
+  after = runGraph(f.graph, f.inputs);
+  at::removeCallback(handle);
+  const std::set<std::string> ran = [] {
+    const std::lock_guard<std::mutex> lock(g_ran_mutex);
+    return g_ran;
+  }();
+  EXPECT_TRUE(ran.count(kPacked)) << "the packed attention ran";
+  EXPECT_FALSE(ran.count("aten::_native_multi_head_attention")) << "not its reference path";
   EXPECT_LE(maxRelativeError(before, after), 1e-5);
 }
 
