@@ -111,38 +111,6 @@ std::int64_t grainOf(std::int64_t channels) {
                                 kTaskBytes / (channels * static_cast<std::int64_t>(sizeof(float))));
 }
 
-// Two groups of a dense channels-last float tensor, or an undefined tensor when the runtime's
-// kernel does not take it.
-at::Tensor shuffleTwoGroups(const at::Tensor& x) {
-  const auto interleavePairs = cpuKernels().interleavePairs;
-  if (!interleavePairs || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
-      !x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
-      x.suggest_memory_format() != at::MemoryFormat::ChannelsLast || x.is_neg() || x.numel() == 0)
-    return {};
-  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
-  const std::int64_t c = x.size(1), pixels = x.numel() / c;
-  const float* in = x.data_ptr<float>();
-  const PairInterleave k{in, in + c / 2, out.data_ptr<float>(), c, c, c, c / 2};
-  at::parallel_for(0, pixels, grainOf(c),
-                   [&](std::int64_t begin, std::int64_t end) { interleavePairs(k, begin, end); });
-  return out;
-}
-
-at::Tensor channelShuffle(const at::Tensor& x, std::int64_t groups) {
-  if (x.dim() == 4 && groups >= 1 && x.size(1) % groups == 0 && x.layout() == at::kStrided &&
-      !detail::wantsGradient(x)) {
-    if (groups == 2)
-      if (at::Tensor y = shuffleTwoGroups(x); y.defined())
-        return y;
-    return at::channel_shuffle(x, groups);
-  }
-  const std::int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
-  return x.view({b, groups, groups == 0 ? 0 : c / groups, h, w})
-      .transpose(1, 2)
-      .contiguous()
-      .view({b, -1, h, w});
-}
-
 // The distance between consecutive pixels of a 4-D float tensor whose pixels are evenly spaced
 // runs of channels (a channels-last tensor, or a slice of one's channels: ShuffleNetV2's chunk),
 // or 0 when it is not one the kernel reads.
@@ -190,6 +158,24 @@ std::vector<at::Tensor> catShuffleParts(const at::Tensor& a, const at::Tensor& b
     for (const at::Tensor& o : out)
       detail::noteBound(o, std::max(*ab, *bb));
   return out;
+}
+
+at::Tensor channelShuffle(const at::Tensor& x, std::int64_t groups) {
+  if (x.dim() == 4 && groups >= 1 && x.size(1) % groups == 0 && x.layout() == at::kStrided &&
+      !detail::wantsGradient(x)) {
+    // Two groups: the pair interleave of each pixel's halves (dense channels-last floats).
+    if (groups == 2 && x.suggest_memory_format() == at::MemoryFormat::ChannelsLast) {
+      const std::int64_t half = x.size(1) / 2;
+      if (auto y = catShuffleParts(x.narrow(1, 0, half), x.narrow(1, half, half), 1); !y.empty())
+        return y[0];
+    }
+    return at::channel_shuffle(x, groups);
+  }
+  const std::int64_t b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  return x.view({b, groups, groups == 0 ? 0 : c / groups, h, w})
+      .transpose(1, 2)
+      .contiguous()
+      .view({b, -1, h, w});
 }
 
 at::Tensor catShuffle(const at::Tensor& a, const at::Tensor& b) {

@@ -37,21 +37,13 @@ struct CatShuffle {
   Value* piece(std::size_t i) const { return convert[i] ? convert[i]->input(0) : list->input(i); }
 };
 
-// Nothing from `from` (exclusive) up to `to` writes `v` or anything it aliases.
-bool unwrittenBetween(Node* from, const Node* to, Value* v, const torch::jit::AliasDb& alias) {
-  const torch::jit::ValueSet vs{v};
-  for (Node* m = from->next(); m != to; m = m->next())
-    if (m->kind() == c10::prim::Return || alias.writesToAlias(m, vs))
-      return false;
-  return true;
-}
-
 // The conversion the concatenation's piece comes from when only it reads the conversion
 // (aten::contiguous, in the same block, its input unwritten until the concatenation), or null.
 Node* conversionOf(Value* piece, const Node* cat, const torch::jit::AliasDb& alias) {
   Node* c = piece->node();
   if (!hasKind(c, "aten::contiguous") || piece->uses().size() != 1 ||
-      c->owningBlock() != cat->owningBlock() || !unwrittenBetween(c, cat, c->input(0), alias))
+      c->owningBlock() != cat->owningBlock() ||
+      !layouts::unwrittenBetween(c, cat, {c->input(0)}, alias))
     return nullptr;
   return c;
 }
@@ -105,7 +97,6 @@ std::int64_t fuseCatShuffles(torch::jit::Graph& graph) {
   }
   for (CatShuffle& m : found) {
     // Where the concatenation read its pieces: nothing between writes them.
-    const auto type = m.shuffle->output()->type();
     if (m.chunk) {
       Node* op =
           graph.create(layouts::sym("xalloc::cat_shuffle_chunk"), {m.piece(0), m.piece(1)}, 2);
@@ -118,7 +109,7 @@ std::int64_t fuseCatShuffles(torch::jit::Graph& graph) {
       Node* op = layouts::place(
           graph.create(layouts::sym("xalloc::cat_shuffle"), {m.piece(0), m.piece(1)}), m.cat,
           m.cat);
-      op->output()->setType(type);
+      op->output()->setType(m.shuffle->output()->type());
       m.shuffle->output()->replaceAllUsesWith(op->output());
     }
     for (Node* d : m.dead)

@@ -124,6 +124,14 @@ bool isConv(const Node* n) {
   return n->kind() == c10::aten::conv2d || n->kind() == c10::aten::conv3d;
 }
 
+bool unwrittenBetween(Node* from, const Node* to, const torch::jit::ValueSet& vs,
+                      const torch::jit::AliasDb& alias) {
+  for (Node* m = from->next(); m != to; m = m->next())
+    if (m->kind() == c10::prim::Return || alias.writesToAlias(m, vs))
+      return false;
+  return true;
+}
+
 Value* Converter::convert(Value* v, Node* user, const std::string& key,
                           const std::function<Node*(Value*)>& make) {
   Node* at = topLevel(user, top_);

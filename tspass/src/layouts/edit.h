@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "xalloc/tspass/regions.h"
@@ -54,6 +55,11 @@ void dropNode(Node* n, Value* replacement, std::vector<Node*>& nodes);
 void removeNode(Node* n, std::vector<Node*>& nodes);
 /// aten::conv2d or aten::conv3d.
 bool isConv(const Node* n);
+/// Nothing after `from` up to `to` (exclusive, in one block) writes any of `vs` or what it
+/// aliases: a read moved from `to` back to `from`, or on from `from` to `to`, reads the same.
+/// False when the walk meets the block's end before `to`.
+bool unwrittenBetween(Node* from, const Node* to, const torch::jit::ValueSet& vs,
+                      const torch::jit::AliasDb& alias);
 /// The region's ops that write their input in place.
 std::vector<Node*> inPlaceWriters(const LayoutRegion& r);
 

@@ -99,19 +99,6 @@ std::optional<CatConv> catBefore(Node* conv, const std::unordered_set<const Node
   return c;
 }
 
-// Nothing between the concatenation and the convolution writes a piece: the split reads the
-// pieces where the convolution was, the concatenation copied them where it was.
-bool piecesUnwrittenUntil(const CatConv& c, const torch::jit::AliasDb& alias) {
-  torch::jit::ValueSet pieces(c.list->inputs().begin(), c.list->inputs().end());
-  for (Node* m = c.cat->next(); m != c.conv; m = m->next()) {
-    if (m->kind() == c10::prim::Return)
-      return false;
-    if (alias.writesToAlias(m, pieces))
-      return false;
-  }
-  return true;
-}
-
 void insertAfter(std::vector<Node*>& nodes, const Node* at, const std::vector<Node*>& added) {
   auto it = std::find(nodes.begin(), nodes.end(), at);
   nodes.insert(it == nodes.end() ? it : it + 1, added.begin(), added.end());
@@ -176,7 +163,10 @@ std::unordered_set<const Node*> splitConvsOfCats(torch::jit::Graph& g, LayoutReg
     for (Node* n : r.nodes)
       if (isConv(n))
         if (auto c = catBefore(n, in))
-          if (piecesUnwrittenUntil(*c, alias))
+          // The split reads the pieces where the convolution was, the concatenation copied
+          // them where it was: nothing in between may write one.
+          if (unwrittenBetween(c->cat, c->conv,
+                               {c->list->inputs().begin(), c->list->inputs().end()}, alias))
             found.push_back(*c);
   }
   std::unordered_set<const Node*> adds;
