@@ -33,9 +33,14 @@ PIPELINE    = BIN=$(BIN) OUT=$(OUT) INPUTS="$(INPUTS)" SHAPES="$(SHAPES)" THREAD
               PROFILE_FLAGS="$(PROFILE_FLAGS)" PLAN_FLAGS="$(PLAN_FLAGS)" \
               REWRITE_FLAGS="$(REWRITE_FLAGS)" bash scripts/rewrite.sh
 CMAKE_ARGS ?=
+# The project's Python environment (scripts/install-deps.sh builds it from requirements.txt):
+# its torch is the libtorch everything builds against, and the Python the tests and benchmarks run.
+XALLOC_VENV ?= $(HOME)/.cache/x-allocator/venv
+export XALLOC_VENV
+PYTHON     := $(XALLOC_VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help deps configure tools build samples profile rewrite rewrite-cpp test bench bench-peer bench-families check fuzz format clean
+.PHONY: help deps print-python configure tools build samples profile rewrite rewrite-cpp test bench bench-peer bench-families check fuzz format clean
 
 help: ## show this list
 	@echo "x-allocator: decide where PyTorch tensors should be made contiguous, and rewrite the model."
@@ -45,11 +50,15 @@ help: ## show this list
 	@echo "  MODEL=path.pt (any TorchScript file; default: the samples), INPUTS=\"--input-shape ...\""
 	@echo "  when it stores no example inputs, THREADS=$(THREADS), OUT=$(OUT), BUILD_TYPE=$(BUILD_TYPE)"
 
-deps: ## install the Debian packages the project needs (quiet when all are present)
+deps: ## install the Debian packages and the pinned Python environment (quiet when all are present)
 	@bash scripts/install-deps.sh
 
+print-python: ## print the absolute path of the project's Python (the pinned torch's), nothing else
+	@bash scripts/install-deps.sh --print-python
+
 configure: deps
-	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DXALLOC_PYTHON=$(PYTHON) $(CMAKE_ARGS)
 
 tools: configure ## build only what `make rewrite` runs: the four tools, the samples, xbench-peer
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target tools
@@ -68,7 +77,7 @@ rewrite: profile ## rewrite it: OUT/<name>.opt.pt, its graph diff, and its time 
 
 rewrite-cpp: tools ## the C++ path on minigpt_cpp: profile, decide, print the patch, build it and time it against the original
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target minigpt_cpp xprof_hook
-	@BIN=$(BIN) BUILD=$(BUILD_DIR) OUT=$(OUT) THREADS=$(THREADS) bash scripts/rewrite-cpp.sh
+	@BIN=$(BIN) BUILD=$(BUILD_DIR) OUT=$(OUT) THREADS=$(THREADS) PYTHON=$(PYTHON) bash scripts/rewrite-cpp.sh
 
 test: build ## build and run the test suite (unit and command-line tests; the slow checks are `make check`)
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE check
@@ -84,11 +93,11 @@ bench: build ## original vs rewritten latency, side by side, for the sample and 
 
 bench-peer: build ## original / peer / ours on public models (C++), then with ONNX Runtime in Python, at one thread and at MORE_THREADS (2)
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench-tools
-	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer bash bench/peer.sh
+	@BIN=$(BIN) SAMPLES=$(BUILD_DIR)/samples OUT=$(OUT)/bench-peer PY=$(PYTHON) bash bench/peer.sh
 
 bench-families: tools ## detectors, segmenters and video models: xprof's time, original / peers / ours in fresh processes
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target xalloc_python
-	@BIN=$(BIN) OUT=$(OUT)/bench-families bash bench/families.sh
+	@BIN=$(BIN) OUT=$(OUT)/bench-families PY=$(PYTHON) bash bench/families.sh
 
 FUZZ_SECONDS ?= 60
 fuzz: ## libFuzzer on the document readers, stream, byte sizes, anchors (clang-14, ASan+UBSan): FUZZ_SECONDS each
