@@ -13,7 +13,8 @@ jobs=$(nproc)
 # build's debug information want its absolute paths.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DXALLOC_BUILD_BENCH=OFF >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DXALLOC_BUILD_BENCH=OFF \
+  ${XALLOC_VENV:+-DXALLOC_PYTHON=$XALLOC_VENV/bin/python} >/dev/null
 cmake --build "$build" -j "$jobs" --target xalloc_unit_tests >"$build/sanitize-build.log" 2>&1 || {
   grep -E "error|Error" "$build/sanitize-build.log" | head -30
   exit 1

@@ -291,7 +291,8 @@ void gracefulCudaStack() {
 
 int main() {
   if (!torch::cuda::is_available()) {
-    std::printf("skipped: no CUDA device\n");
+    std::printf("skipped: no CUDA device here (the CUDA checks run on a GPU machine: "
+                "scripts/gpu-check.sh)\n");
     return 77;
   }
   std::printf("device: %s\n", at::cuda::getCurrentDeviceProperties()->name);
