@@ -14,103 +14,52 @@
 #include "finite_scan.h"
 #include "packed_checks.h"
 
-#ifdef XALLOC_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
-#endif
+#include "xalloc/torch_compat.h"
 
 namespace xalloc::runtime::detail {
 
-#ifdef XALLOC_WITH_DNNL
-namespace {
-// libtorch 1.13 keeps an MKLDNN tensor as an OpaqueTensorImpl holding
-// intrusive_ptr<IntrusivePtrTargetWrapper<ideep::tensor>> (ATen/native/mkldnn/MKLDNNCommon.h,
-// which Debian does not install), and ideep::tensor's first base is dnnl::memory (it has no
-// virtual functions), so a dnnl::memory lives where the wrapper keeps its tensor. Where that is
-// is measured on objects of the same layout made here (an OpaqueTensorImpl of another handle of
-// one pointer; a target of the same base and alignment), never by casting libtorch's objects to
-// types they are not. What is read is checked against the tensor's own sizes before use, and
-// the runtime's tests read known tensors through it.
-struct MkldnnTarget : c10::intrusive_ptr_target {
-  dnnl::memory target;
-};
-using Handle = c10::intrusive_ptr<MkldnnTarget>;
-
-struct Offsets {
-  std::ptrdiff_t handle = 0; // of the handle in the OpaqueTensorImpl
-  std::ptrdiff_t target = 0; // of the dnnl::memory in the wrapper
-};
-
-const Offsets& offsets() {
-  static const Offsets o = [] {
-    Offsets r;
-    at::OpaqueTensorImpl<Handle> impl(c10::DispatchKeySet(c10::DispatchKey::MkldnnCPU),
-                                      caffe2::TypeMeta::Make<float>(), c10::Device(c10::kCPU),
-                                      Handle(), {1});
-    r.handle = reinterpret_cast<const char*>(&impl.unsafe_opaque_handle()) -
-               reinterpret_cast<const char*>(static_cast<c10::TensorImpl*>(&impl));
-    MkldnnTarget probe;
-    r.target = reinterpret_cast<const char*>(&probe.target) -
-               reinterpret_cast<const char*>(static_cast<c10::intrusive_ptr_target*>(&probe));
-    return r;
-  }();
-  return o;
-}
-static_assert(sizeof(Handle) == sizeof(void*), "an intrusive_ptr is one pointer");
-} // namespace
-
+// libtorch's own accessors of an MKLDNN tensor's buffer (what Inductor reads them with): its
+// data and its physical size, padded lanes included. oneDNN pads only the channels of a layout
+// blocked on them (nChw16c, nChw8c, nCdhw16c) when they are not a multiple of the block: a buffer
+// of exactly that size is read as that layout (N, C/block, spatial..., block), the last block's
+// tail the padded lanes; any other padded size is a layout the runtime does not know.
 MkldnnBuffer mkldnnBuffer(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.defined() && t.is_mkldnn() && t.scalar_type() == at::kFloat, op,
               ": expected a float32 MKLDNN tensor");
-  const char* impl = reinterpret_cast<const char*>(t.unsafeGetTensorImpl());
-  const void* wrapper = nullptr; // the handle's one pointer: libtorch's wrapper
-  std::memcpy(&wrapper, impl + offsets().handle, sizeof wrapper);
-  TORCH_CHECK(wrapper != nullptr, op, ": an MKLDNN tensor without a buffer");
-  const auto& m =
-      *reinterpret_cast<const dnnl::memory*>(static_cast<const char*>(wrapper) + offsets().target);
-  const dnnl::memory::desc d = m.get_desc();
-  const std::size_t bytes = d.get_size();
-  TORCH_CHECK(d.dims() == t.sizes().vec() && d.data_type() == dnnl::memory::data_type::f32 &&
-                  m.get_data_handle() != nullptr &&
-                  bytes >= static_cast<std::size_t>(t.numel()) * sizeof(float),
-              op,
-              ": cannot read this MKLDNN tensor's buffer (this libtorch lays MKLDNN tensors "
-              "out otherwise than the runtime was built for)");
+  void* data = compat::mkldnnData(t);
+  const std::int64_t bytes = compat::mkldnnBytes(t);
+  TORCH_CHECK(data != nullptr && bytes >= t.numel() * static_cast<std::int64_t>(sizeof(float)), op,
+              ": an MKLDNN tensor without a buffer of its ", t.numel(), " elements");
   MkldnnBuffer b;
-  b.data = static_cast<float*>(m.get_data_handle());
-  b.elements = static_cast<std::int64_t>(bytes / sizeof(float));
-  // Padded channels: where the lanes past the logical channels of the last block are, for a
-  // 4-D or 5-D layout blocked once on the channels (nChw8c, nChw16c, nCdhw16c); -1 when padded
-  // otherwise.
-  const dnnl_memory_desc_t& raw = d.data;
-  if ((raw.ndims == 4 || raw.ndims == 5) && raw.padded_dims[1] > raw.dims[1]) {
-    b.pad_offset = -1;
-    const auto& blk = raw.format_desc.blocking;
-    bool others_unpadded = true;
-    for (int i = 0; i < raw.ndims; ++i)
-      others_unpadded = others_unpadded && (i == 1 || raw.padded_dims[i] == raw.dims[i]);
-    if (raw.format_kind == dnnl_blocked && blk.inner_nblks == 1 && blk.inner_idxs[0] == 1 &&
-        others_unpadded) {
-      const std::int64_t block = blk.inner_blks[0], c = raw.dims[1];
-      b.pad_lanes = raw.padded_dims[1] - c;
-      if (c % block + b.pad_lanes == block) { // the padding is the last block's tail
-        for (int i = 0; i < raw.ndims; ++i)
-          if (i != 1) {
-            b.pad_sizes.push_back(raw.dims[i]);
-            b.pad_strides.push_back(blk.strides[i]);
-          }
-        b.pad_offset = raw.offset0 + (c / block) * blk.strides[1] + c % block;
-      }
-    } else {
-      b.pad_lanes = raw.padded_dims[1] - raw.dims[1];
+  b.data = static_cast<float*>(data);
+  b.elements = bytes / static_cast<std::int64_t>(sizeof(float));
+  if (b.elements == t.numel())
+    return b;
+  b.pad_offset = -1;
+  b.pad_lanes = b.elements - t.numel();
+  if (t.dim() != 4 && t.dim() != 5)
+    return b;
+  const std::int64_t c = t.size(1);
+  const std::int64_t spatial = t.numel() / std::max<std::int64_t>(t.size(0) * c, 1);
+  for (const std::int64_t block : {16, 8}) {
+    const std::int64_t blocks = (c + block - 1) / block;
+    if (c % block == 0 || t.size(0) * blocks * block * spatial != b.elements)
+      continue;
+    // (n, c-block, spatial..., lane): strides of every dimension but the channels.
+    b.pad_lanes = blocks * block - c;
+    b.pad_sizes = {t.size(0)};
+    b.pad_strides = {blocks * block * spatial};
+    std::int64_t stride = block * spatial;
+    for (std::int64_t d = 2; d < t.dim(); ++d) {
+      stride /= t.size(d);
+      b.pad_sizes.push_back(t.size(d));
+      b.pad_strides.push_back(stride);
     }
+    b.pad_offset = (c / block) * block * spatial + c % block;
+    return b;
   }
   return b;
 }
-#else
-MkldnnBuffer mkldnnBuffer(const at::Tensor&, const char* op) {
-  TORCH_CHECK(false, op, ": this runtime was built without oneDNN");
-}
-#endif
 
 namespace {
 
@@ -138,11 +87,10 @@ at::Tensor unaryInPlace(at::Tensor self, const char* op, F f, bool zero_at_zero)
     return self;
   const MkldnnBuffer b = mkldnnBuffer(self, op);
   at::Tensor raw = rawView(b);
+  TORCH_CHECK(zero_at_zero || b.pad_offset >= 0, op,
+              ": a blocked layout whose padded lanes the runtime cannot find, to zero them again");
   f(raw);
   if (!zero_at_zero && b.pad_lanes > 0) {
-    TORCH_CHECK(
-        b.pad_offset >= 0, op,
-        ": a blocked layout whose padded lanes the runtime cannot find, to zero them again");
     std::vector<std::int64_t> sizes = b.pad_sizes, strides = b.pad_strides;
     sizes.push_back(b.pad_lanes);
     strides.push_back(1);

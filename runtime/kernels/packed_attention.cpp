@@ -1,9 +1,9 @@
 // xalloc::attention_packed: nn.MultiheadAttention's fast path (aten::_native_multi_head_attention)
 // with frozen projections packed for oneDNN (packed.h). ATen's CPU kernel runs the two
 // projections on BLAS, copies q, k and v into per-head tensors, runs a batched product per head
-// pair and copies the context back; here the projections are packed inner products and oneDNN's
-// matmul reads the heads where the projection wrote them and writes the context where the output
-// projection reads it. The softmax is ATen's own kernel, run in place as ATen runs it.
+// pair and copies the context back; here the projections are packed inner products (libtorch's
+// oneDNN, packed_onednn.h) and the batched products read the heads where the projection wrote
+// them (strided views, no copy per head). The softmax is ATen's own kernel, run in place.
 #include <cmath>
 #include <string>
 
@@ -14,9 +14,7 @@
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
 
-#ifdef XALLOC_WITH_DNNL
-#include "packed_dnnl.h"
-#endif
+#include "packed_onednn.h"
 
 namespace xalloc::runtime {
 
@@ -74,46 +72,20 @@ PackedAttention::reference(const at::Tensor& query, const at::Tensor& key, const
                                           average_attn_weights, mask_type);
 }
 
-#ifdef XALLOC_WITH_DNNL
-
 using namespace detail;
 
-// The two products of the heads for one (batch, tokens): scores = q k^T / sqrt(head_dim) read
-// from the projection's output [B, T, 3E] in place, and context = softmax(scores) v written as
-// [B, T, E], heads side by side (ATen's transform_0213 without the copy).
-struct PackedAttention::Prepared {
-  dnnl::matmul scores, context;
-  dnnl::memory::desc q, kt, s, v, ctx, scores_scratch, context_scratch;
-};
+// A shape seen often enough to keep: the two projections' packed weights are the PackedLinear
+// ops' own (per row count); the products run on views of the projection's output.
+struct PackedAttention::Prepared {};
 
 std::shared_ptr<const PackedAttention::Prepared> PackedAttention::prepare(std::int64_t b,
                                                                           std::int64_t t) {
-  // One primitive per thread count, as PackedConv::prepare keeps them.
   const auto key = std::make_tuple(b, t, static_cast<std::int64_t>(at::get_num_threads()));
   if (auto p = cache_.find(key))
     return p;
   if (!cache_.admits(key))
     return nullptr; // rarer than the shapes prepared: ATen's op this time
-  using dnnl::memory;
-  const auto f32 = memory::data_type::f32;
-  const std::int64_t e = embed_dim, h = num_heads, d = e / h, e3 = 3 * e;
-  auto p = std::make_shared<Prepared>();
-  p->q = memory::desc({b, h, t, d}, f32, memory::dims{t * e3, d, e3, 1});
-  p->kt = memory::desc({b, h, d, t}, f32, memory::dims{t * e3, d, 1, e3});
-  p->s = memory::desc({b, h, t, t}, f32, memory::dims{h * t * t, t * t, t, 1});
-  p->v = memory::desc({b, h, t, d}, f32, memory::dims{t * e3, d, e3, 1});
-  p->ctx = memory::desc({b, h, t, d}, f32, memory::dims{t * e, d, e, 1});
-  // ATen scales q by 1/sqrt(head_dim), computed in float, before the product; here the product.
-  dnnl::primitive_attr scaled = userScratchpad(PostOp::None);
-  scaled.set_output_scales(0, {1.0f / std::sqrt(static_cast<float>(d))});
-  const dnnl::matmul::primitive_desc s_pd(dnnl::matmul::desc(p->q, p->kt, p->s), scaled, engine());
-  const dnnl::matmul::primitive_desc c_pd(dnnl::matmul::desc(p->s, p->v, p->ctx),
-                                          userScratchpad(PostOp::None), engine());
-  p->scores = dnnl::matmul(s_pd);
-  p->context = dnnl::matmul(c_pd);
-  p->scores_scratch = s_pd.scratchpad_desc();
-  p->context_scratch = c_pd.scratchpad_desc();
-  return cache_.insert(key, std::move(p));
+  return cache_.insert(key, std::make_shared<Prepared>());
 }
 
 std::tuple<at::Tensor, at::Tensor>
@@ -148,32 +120,15 @@ PackedAttention::run(const at::Tensor& query, const at::Tensor& key, const at::T
   if (!p)
     return aten();
   const at::Tensor qkv = qkv_->run(x); // [B, T, 3E], the bias added
-  at::Tensor scores = at::empty({b, num_heads, t, t}, x.options());
-  at::Tensor ctx = at::empty({b, t, e}, x.options());
-  float* base = qkv.data_ptr<float>();
-  execute(p->scores, p->scores_scratch,
-          {{DNNL_ARG_SRC, dnnl::memory(p->q, engine(), base)},
-           {DNNL_ARG_WEIGHTS, dnnl::memory(p->kt, engine(), base + e)},
-           {DNNL_ARG_DST, dnnl::memory(p->s, engine(), scores.data_ptr())}});
+  const std::int64_t h = num_heads, d = e / h;
+  // [B, T, 3, H, D] -> q, k, v as [B, H, T, D] views of it.
+  const at::Tensor heads = qkv.view({b, t, 3, h, d}).permute({2, 0, 3, 1, 4});
+  // ATen scales q by 1/sqrt(head_dim), computed in float, before the product: so here.
+  const at::Tensor q = heads[0] * (1.0f / std::sqrt(static_cast<float>(d)));
+  at::Tensor scores = at::matmul(q, heads[1].transpose(-2, -1)); // [B, H, T, T]
   at::_softmax_out(scores, scores, 3, false);
-  execute(p->context, p->context_scratch,
-          {{DNNL_ARG_SRC, dnnl::memory(p->s, engine(), scores.data_ptr())},
-           {DNNL_ARG_WEIGHTS, dnnl::memory(p->v, engine(), base + 2 * e)},
-           {DNNL_ARG_DST, dnnl::memory(p->ctx, engine(), ctx.data_ptr())}});
+  const at::Tensor ctx = at::matmul(scores, heads[2]).transpose(1, 2).reshape({b, t, e});
   return {proj_->run(ctx), at::Tensor()};
 }
-
-#else
-
-struct PackedAttention::Prepared {};
-
-std::tuple<at::Tensor, at::Tensor> PackedAttention::run(const at::Tensor&, const at::Tensor&,
-                                                        const at::Tensor&,
-                                                        const c10::optional<at::Tensor>&, bool,
-                                                        bool, c10::optional<std::int64_t>) {
-  TORCH_CHECK(false, "xalloc::attention_packed: this runtime was built without oneDNN");
-}
-
-#endif
 
 } // namespace xalloc::runtime

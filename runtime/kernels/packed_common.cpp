@@ -1,6 +1,5 @@
 // What the packed ops share: the post-ops by name and the ATen ops they stand for, the bound on
-// each op's cache of input shapes, and (with oneDNN) the engine, streams, post-ops, scratchpads and
-// weight packing of packed_dnnl.h.
+// each op's cache of input shapes, and libtorch's oneDNN ops they run on (packed_onednn.h).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -12,12 +11,14 @@
 #include "xalloc/runtime/env_count.h"
 #include "xalloc/runtime/packed.h"
 
-#ifdef XALLOC_WITH_DNNL
-#include "packed_dnnl.h"
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include "packed_onednn.h"
+#include "silu_pass.h"
+#include "xalloc/torch_compat.h"
 #ifdef _OPENMP
 #include <omp.h>
-#endif
-#include "silu_pass.h"
 #endif
 
 namespace xalloc::runtime {
@@ -111,62 +112,161 @@ at::Tensor applyPostOp(const at::Tensor& y, PostOp p) {
   return y;
 }
 
-#ifdef XALLOC_WITH_DNNL
-
 bool hasPackedConv() {
-  return true;
+  return detail::onednnOpsAvailable();
 }
 
 namespace detail {
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+namespace {
+// libtorch's oneDNN ops: each under the first of its names this torch registers (a rename to
+// onednn:: is under way upstream). Called boxed: their C++ signatures differ between releases,
+// their schemas do not.
+enum class Op { ReorderConv, ReorderLinear, Conv, ConvBinary, ConvBinaryInto, Linear, Count };
+struct OpName {
+  const char* names[2];
+  const char* overload;
+};
+constexpr OpName kOps[] = {
+    {{"mkldnn::_reorder_convolution_weight", "onednn::_reorder_convolution_weight"}, ""},
+    {{"mkldnn::_reorder_linear_weight", "onednn::_reorder_linear_weight"}, ""},
+    {{"mkldnn::_convolution_pointwise", "onednn::_convolution_pointwise"}, ""},
+    {{"mkldnn::_convolution_pointwise", "onednn::_convolution_pointwise"}, "binary"},
+    {{"mkldnn::_convolution_pointwise_", "onednn::_convolution_pointwise_"}, "binary"},
+    {{"mkldnn::_linear_pointwise", "onednn::_linear_pointwise"}, ""},
+};
+static_assert(std::size(kOps) == static_cast<std::size_t>(Op::Count));
+
+struct OpTable {
+  std::optional<c10::OperatorHandle> ops[static_cast<std::size_t>(Op::Count)];
+  bool all = true;
+};
+
+const OpTable& opTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    for (std::size_t i = 0; i < std::size(kOps); ++i) {
+      for (const char* name : kOps[i].names) {
+        t.ops[i] = c10::Dispatcher::singleton().findSchema({name, kOps[i].overload});
+        if (t.ops[i])
+          break;
+      }
+      t.all = t.all && t.ops[i].has_value();
+    }
+    return t;
+  }();
+  return table;
 }
 
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
+torch::jit::Stack call(Op op, torch::jit::Stack stack) {
+  const auto& handle = opTable().ops[static_cast<std::size_t>(op)];
+  TORCH_CHECK(handle, "xalloc: this torch registers no ",
+              kOps[static_cast<std::size_t>(op)].names[0], " (a build without oneDNN?)");
+  handle->callBoxed(stack);
+  return stack;
 }
 
-// The activation's post-ops, after a sum when the output holds a residual to add. A sum, not a
-// binary add reading the residual where it is: with a binary post-op oneDNN 2.6 leaves its
-// brgemm convolutions for older kernels, 8-28% slower on AVX-512 (ResNet's 3x3 convolutions).
-dnnl::post_ops postOps(PostOp p, bool residual) {
-  using A = dnnl::algorithm;
-  dnnl::post_ops po;
-  if (residual)
-    po.append_sum(1.f);
+// The activation as libtorch's oneDNN ops name it: attr, scalars, algorithm.
+struct Attr {
+  std::string name;
+  c10::List<std::optional<at::Scalar>> scalars;
+  std::optional<std::string> algorithm;
+};
+Attr attrOf(PostOp p) {
+  Attr a;
   switch (p) {
   case PostOp::None:
+    a.name = "none";
     break;
   case PostOp::Relu:
-    po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f);
+    a.name = "relu";
     break;
   case PostOp::Silu:
-    po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f);
+    a.name = "swish";
     break;
   case PostOp::Hardswish:
-    po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);
+    a.name = "hardswish";
     break;
   case PostOp::Sigmoid:
-    po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f);
+    a.name = "sigmoid";
     break;
   case PostOp::Gelu:
-    po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f);
+    a.name = "gelu";
+    a.algorithm = "none"; // erf, as aten::gelu's default
     break;
   case PostOp::Relu6:
-    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 6.f);
+    a.name = "hardtanh";
+    a.scalars.push_back(at::Scalar(0.0));
+    a.scalars.push_back(at::Scalar(6.0));
     break;
-  case PostOp::Hardsigmoid: // relu6(x + 3) / 6
-    po.append_eltwise(1.f, A::eltwise_linear, 1.f / 6.f, 0.5f);
-    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
+  case PostOp::Hardsigmoid:
+    a.name = "hardsigmoid";
     break;
   case PostOp::Tanh:
-    po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f);
+    a.name = "tanh";
     break;
   }
-  return po;
+  return a;
+}
+
+c10::IValue optionalTensor(const std::optional<at::Tensor>& t) {
+  return t ? c10::IValue(*t) : c10::IValue();
+}
+c10::IValue optionalString(const std::optional<std::string>& s) {
+  return s ? c10::IValue(*s) : c10::IValue();
+}
+} // namespace
+
+bool onednnOpsAvailable() {
+  return at::hasMKLDNN() && opTable().all;
+}
+
+at::Tensor reorderConvWeight(const at::Tensor& w, at::IntArrayRef padding, at::IntArrayRef stride,
+                             at::IntArrayRef dilation, std::int64_t groups,
+                             at::IntArrayRef input_sizes) {
+  return call(Op::ReorderConv, {w.contiguous(), padding.vec(), stride.vec(), dilation.vec(), groups,
+                                input_sizes.vec()})[0]
+      .toTensor();
+}
+
+at::Tensor reorderLinearWeight(const at::Tensor& w, std::int64_t rows) {
+  return call(Op::ReorderLinear, {w.contiguous(), rows})[0].toTensor();
+}
+
+at::Tensor convPointwise(const at::Tensor& x, const at::Tensor& w,
+                         const std::optional<at::Tensor>& bias, at::IntArrayRef padding,
+                         at::IntArrayRef stride, at::IntArrayRef dilation, std::int64_t groups,
+                         PostOp post) {
+  Attr a = attrOf(kernelPostOp(post));
+  return call(Op::Conv, {x, w, optionalTensor(bias), padding.vec(), stride.vec(), dilation.vec(),
+                         groups, a.name, a.scalars, optionalString(a.algorithm)})[0]
+      .toTensor();
+}
+
+void convPointwiseAddInto(at::Tensor& out, const at::Tensor& x, const at::Tensor& w,
+                          const std::optional<at::Tensor>& bias, at::IntArrayRef padding,
+                          at::IntArrayRef stride, at::IntArrayRef dilation, std::int64_t groups,
+                          PostOp post) {
+  const PostOp k = kernelPostOp(post);
+  if (k != PostOp::None && k != PostOp::Relu) {
+    // The in-place form fuses relu at most: the sum in place, then the activation over it.
+    convPointwiseAddInto(out, x, w, bias, padding, stride, dilation, groups, PostOp::None);
+    out.copy_(applyPostOp(out, k));
+    return;
+  }
+  Attr a = attrOf(k);
+  call(Op::ConvBinaryInto,
+       {out, x, w, optionalTensor(bias), padding.vec(), stride.vec(), dilation.vec(), groups,
+        std::string("add"), at::Scalar(1.0),
+        k == PostOp::None ? c10::IValue() : c10::IValue(a.name), a.scalars, c10::IValue()});
+}
+
+at::Tensor linearPointwise(const at::Tensor& x, const at::Tensor& w,
+                           const std::optional<at::Tensor>& bias, PostOp post) {
+  Attr a = attrOf(kernelPostOp(post));
+  return call(Op::Linear,
+              {x, w, optionalTensor(bias), a.name, a.scalars, optionalString(a.algorithm)})[0]
+      .toTensor();
 }
 
 PostOp kernelPostOp(PostOp p) {
@@ -178,13 +278,14 @@ void finishPostOp(PostOp p, at::Tensor& out) {
     siluInPlace(out.data_ptr<float>(), out.numel());
 }
 
-// Every primitive is made for a scratchpad the caller passes (never the library's own, which
-// Debian's build shares between the threads that run one primitive).
-dnnl::primitive_attr userScratchpad(PostOp p, bool residual) {
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(postOps(kernelPostOp(p), residual));
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
+bool sameBytes(const at::Tensor& a, const at::Tensor& b) {
+  if (a.is_mkldnn() != b.is_mkldnn() || a.sizes() != b.sizes())
+    return false;
+  if (!a.is_mkldnn())
+    return a.is_same(b);
+  const std::int64_t n = compat::mkldnnBytes(a);
+  return n == compat::mkldnnBytes(b) && std::memcmp(compat::mkldnnData(a), compat::mkldnnData(b),
+                                                    static_cast<std::size_t>(n)) == 0;
 }
 
 #ifdef _OPENMP
@@ -201,38 +302,6 @@ OmpThreads::OmpThreads(int n) : saved_(n) {}
 OmpThreads::~OmpThreads() = default;
 #endif
 
-void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
-             std::unordered_map<int, dnnl::memory> args) {
-  const std::size_t bytes = scratch.get_size();
-  if (bytes > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl::memory(scratch, engine(), detail::threadScratch(bytes)));
-  prim.execute(stream(), args);
-  stream().wait();
-}
-
-// The dense weight `plain_md` (data at `data`) packed into `packed_md` once.
-dnnl::memory packInto(const dnnl::memory::desc& plain_md, void* data,
-                      const dnnl::memory::desc& packed_md) {
-  dnnl::memory plain(plain_md, engine(), data);
-  dnnl::memory packed(packed_md, engine());
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::reorder::primitive_desc pd(plain, packed, attr);
-  execute(dnnl::reorder(pd), pd.scratchpad_desc(), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, packed}});
-  return packed;
-}
-
 } // namespace detail
-
-#else
-
-struct PackedWeights {};
-
-bool hasPackedConv() {
-  return false;
-}
-
-#endif
 
 } // namespace xalloc::runtime

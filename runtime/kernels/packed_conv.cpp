@@ -17,9 +17,7 @@
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
 
-#ifdef XALLOC_WITH_DNNL
-#include "packed_dnnl.h"
-#endif
+#include "packed_onednn.h"
 
 namespace xalloc::runtime {
 
@@ -36,7 +34,7 @@ at::MemoryFormat channelsLastOf(std::int64_t dims) {
 
 // ATen's checks of a convolution's input (unbatched or batched), in ATen's words where they
 // exist; `dims` spatial dimensions.
-[[maybe_unused]] void checkConvInput(const at::Tensor& x, const PackedConv& c) {
+void checkConvInput(const at::Tensor& x, const PackedConv& c) {
   const std::int64_t dims = c.spatialDims();
   const char* who = convOpName(dims, c.residual);
   detail::checkInput(x, who);
@@ -60,8 +58,7 @@ at::MemoryFormat channelsLastOf(std::int64_t dims) {
   }
 }
 
-[[maybe_unused]] std::vector<std::int64_t> convOutputSizes(const at::Tensor& x,
-                                                           const PackedConv& c) {
+std::vector<std::int64_t> convOutputSizes(const at::Tensor& x, const PackedConv& c) {
   const std::int64_t dims = c.spatialDims();
   std::vector<std::int64_t> out{x.size(0), c.weight.size(0)};
   for (std::int64_t d = 0; d < dims; ++d)
@@ -113,73 +110,35 @@ ConvPost splitConvPost(const std::string& post_op) {
 }
 } // namespace
 
-#ifdef XALLOC_WITH_DNNL
-
 using namespace detail;
 
 struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
-  dnnl::convolution_forward primitive;
-  dnnl::memory::desc src, dst, bias, scratch;
   std::shared_ptr<PackedWeights> weights;
   int threads = 1; // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
-  // A primitive runs on the thread count it was made at (oneDNN's kernels keep it): one per
-  // thread count, so that set_num_threads(1) is honoured, and a forked child at one thread
-  // never enters the parent's OpenMP team (GNU OpenMP hangs there).
+  // One per thread count, so that set_num_threads(1) is honoured, and a forked child at one
+  // thread never enters the parent's OpenMP team (GNU OpenMP hangs there).
   std::vector<std::int64_t> key = x.sizes().vec();
   key.push_back(at::get_num_threads());
   if (auto p = cache_.find(key))
     return p;
   if (!cache_.admits(key))
     return nullptr; // a shape rarer than those prepared: ATen's op this time
-  using dnnl::memory;
-  const auto& w = weight.sizes();
-  const std::int64_t oc = w[0];
-  const bool is3d = spatialDims() == 3;
   auto p = std::make_shared<Prepared>();
   p->output_sizes = convOutputSizes(x, *this);
   const double flops = static_cast<double>(c10::multiply_integers(p->output_sizes)) *
-                       static_cast<double>(weight.numel() / oc);
+                       static_cast<double>(weight.numel() / weight.size(0));
   p->threads = packedThreads(flops, at::get_num_threads());
   const OmpThreads team(p->threads);
-  const auto f32 = memory::data_type::f32;
-  const auto act = is3d ? memory::format_tag::ndhwc : memory::format_tag::nhwc;
-  p->src = memory::desc(x.sizes().vec(), f32, act);
-  p->dst = memory::desc(p->output_sizes, f32, act);
-  // [groups,] out/groups, in/groups, spatial...
-  memory::dims wdims(w.begin(), w.end());
-  if (groups > 1) {
-    wdims[0] = oc / groups;
-    wdims.insert(wdims.begin(), groups);
-  }
-  const memory::desc w_any(wdims, f32, memory::format_tag::any);
-  p->bias = memory::desc({oc}, f32, memory::format_tag::x);
-  memory::dims strides, dil, pad;
-  for (std::int64_t d = 0; d < spatialDims(); ++d) {
-    strides.push_back(stride[d]);
-    dil.push_back(dilation[d] - 1);
-    pad.push_back(padding[d]);
-  }
-  const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, p->src, w_any,
-                                             p->bias, p->dst, strides, dil, pad, pad)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, p->src, w_any,
-                                             p->dst, strides, dil, pad, pad);
-  const dnnl::convolution_forward::primitive_desc pd(desc, userScratchpad(post, residual),
-                                                     engine());
-  p->primitive = dnnl::convolution_forward(pd);
-  p->scratch = pd.scratchpad_desc();
-  const memory::desc plain(
-      wdims, f32,
-      is3d ? (groups > 1 ? memory::format_tag::goidhw : memory::format_tag::oidhw)
-           : (groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw));
-  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(),
-                             [&] { return packInto(plain, weight.data_ptr(), pd.weights_desc()); });
+  // The weight packed once for this input shape (libtorch's reorder takes 2-D convolutions; a
+  // 3-D one keeps its dense weight, which oneDNN packs as it runs).
+  at::Tensor packed = spatialDims() == 2
+                          ? reorderConvWeight(weight, padding, stride, dilation, groups, x.sizes())
+                          : weight.contiguous();
+  p->weights = sharedWeights(weights_mutex_, weights_, std::move(packed));
   return cache_.insert(std::move(key), std::move(p));
 }
 
@@ -244,10 +203,9 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
   if (r_in && write_residual && r_in->is_contiguous(cl)) {
     out = *r_in; // the sum post-op adds the convolution to what the output holds: here, in place
     detail::markWritten(out);
-  } else {
+  } else if (r_in) {
     out = at::empty(p->output_sizes, x.options().memory_format(cl));
-    if (r_in)
-      out.copy_(*r_in);
+    out.copy_(*r_in);
   }
   double sum_bound = in_bound * bounds_.weights + bounds_.bias;
   if (r_in) {
@@ -268,7 +226,18 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
       return referenceAdd(x_in, *r_in);
     sum_bound += r_max;
   }
-  runPrepared(*p, x, out, bias);
+  {
+    const OmpThreads team(p->threads);
+    if (r_in)
+      convPointwiseAddInto(out, x, p->weights->packed, bias, padding, stride, dilation, groups,
+                           post);
+    else
+      out = convPointwise(x, p->weights->packed, bias, padding, stride, dilation, groups, post);
+  }
+  TORCH_CHECK(out.sizes() == at::IntArrayRef(p->output_sizes) && out.is_contiguous(cl),
+              convOpName(spatialDims(), residual),
+              ": libtorch's oneDNN convolution gave an output of sizes ", out.sizes(),
+              " where one of ", at::IntArrayRef(p->output_sizes), ", channels-last, was expected");
   finishPostOp(post, out);
   // Every element of the output is at most this (a float sum in any order rounds within 1%),
   // or the note is forgotten (an output that took the residual's place keeps no old note).
@@ -279,28 +248,6 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
 std::size_t PackedConv::packedWeights() const {
   return liveCount(weights_mutex_, weights_);
 }
-
-#else
-
-struct PackedConv::Prepared {};
-at::Tensor PackedConv::run(const at::Tensor&) {
-  TORCH_CHECK(false, convOpName(spatialDims(), false), ": this runtime was built without oneDNN");
-}
-at::Tensor PackedConv::runAdd(const at::Tensor&, const at::Tensor&) {
-  TORCH_CHECK(false, convOpName(spatialDims(), true), ": this runtime was built without oneDNN");
-}
-at::Tensor PackedConv::runAddInto(const at::Tensor&, at::Tensor&&) {
-  TORCH_CHECK(false, convOpName(spatialDims(), true), ": this runtime was built without oneDNN");
-}
-at::Tensor PackedConv::runChecked(const at::Tensor&, const at::Tensor*, bool) {
-  TORCH_CHECK(false, convOpName(spatialDims(), residual),
-              ": this runtime was built without oneDNN");
-}
-std::size_t PackedConv::packedWeights() const {
-  return 0;
-}
-
-#endif
 
 std::size_t PackedConv::preparedShapes() const {
   return cache_.size();

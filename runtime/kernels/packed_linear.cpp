@@ -1,6 +1,6 @@
 // xalloc::linear_packed: a frozen linear whose weight oneDNN packs once per number of rows (a
 // bounded LRU; row counts whose kernels read the same packed layout share one copy), with the
-// activation after it fused (packed.h). Each call brings its own thread's scratchpad.
+// activation after it fused (packed.h): libtorch's own oneDNN (packed_onednn.h).
 #include <string>
 #include <vector>
 
@@ -10,9 +10,7 @@
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
 
-#ifdef XALLOC_WITH_DNNL
-#include "packed_dnnl.h"
-#endif
+#include "packed_onednn.h"
 
 namespace xalloc::runtime {
 
@@ -24,46 +22,25 @@ at::Tensor PackedLinear::reference(const at::Tensor& x) const {
   return applyPostOp(at::linear(x, weight, bias ? *bias : at::Tensor()), post);
 }
 
-#ifdef XALLOC_WITH_DNNL
-
 using namespace detail;
 
 struct PackedLinear::Prepared {
-  dnnl::inner_product_forward primitive;
-  dnnl::memory::desc src, dst, bias, scratch;
   std::shared_ptr<PackedWeights> weights;
   int threads = 1; // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
-  // One primitive per thread count, as PackedConv::prepare keeps them.
+  // One per thread count, as PackedConv::prepare keeps them.
   const auto key = std::make_pair(rows, static_cast<std::int64_t>(at::get_num_threads()));
   if (auto p = cache_.find(key))
     return p;
   if (!cache_.admits(key))
     return nullptr; // rarer than the row counts prepared: ATen's op this time
-  using dnnl::memory;
-  const std::int64_t out = weight.size(0), in = weight.size(1);
   auto p = std::make_shared<Prepared>();
   p->threads = packedThreads(static_cast<double>(rows) * static_cast<double>(weight.numel()),
                              at::get_num_threads());
   const OmpThreads team(p->threads);
-  const auto f32 = memory::data_type::f32;
-  p->src = memory::desc({rows, in}, f32, memory::format_tag::nc);
-  p->dst = memory::desc({rows, out}, f32, memory::format_tag::nc);
-  const memory::desc w_any({out, in}, f32, memory::format_tag::any);
-  p->bias = memory::desc({out}, f32, memory::format_tag::x);
-  const auto desc = bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             p->src, w_any, p->bias, p->dst)
-                         : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             p->src, w_any, p->dst);
-  const dnnl::inner_product_forward::primitive_desc pd(desc, userScratchpad(post), engine());
-  p->primitive = dnnl::inner_product_forward(pd);
-  p->scratch = pd.scratchpad_desc();
-  p->weights = sharedWeights(weights_mutex_, weights_, pd.weights_desc(), [&] {
-    return packInto(memory::desc({out, in}, f32, memory::format_tag::oi), weight.data_ptr(),
-                    pd.weights_desc());
-  });
+  p->weights = sharedWeights(weights_mutex_, weights_, reorderLinearWeight(weight, rows));
   return cache_.insert(key, std::move(p));
 }
 
@@ -87,27 +64,18 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
     return reference(x_in);
   std::vector<std::int64_t> sizes = x.sizes().vec();
   sizes.back() = outs;
-  at::Tensor out = at::empty(sizes, x.options());
-  runPrepared(*p, x, out, bias);
+  at::Tensor out;
+  {
+    const OmpThreads team(p->threads);
+    out = linearPointwise(x.reshape({rows, in}), p->weights->packed, bias, post);
+  }
   finishPostOp(post, out);
-  return out;
+  return out.view(sizes);
 }
 
 std::size_t PackedLinear::packedWeights() const {
   return liveCount(weights_mutex_, weights_);
 }
-
-#else
-
-struct PackedLinear::Prepared {};
-at::Tensor PackedLinear::run(const at::Tensor&) {
-  TORCH_CHECK(false, kLinear, ": this runtime was built without oneDNN");
-}
-std::size_t PackedLinear::packedWeights() const {
-  return 0;
-}
-
-#endif
 
 std::size_t PackedLinear::preparedShapes() const {
   return cache_.size();
