@@ -15,9 +15,12 @@
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/frozen_conv_folding.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_iterator.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -101,7 +104,7 @@ void loadTorchvisionOps(const std::string& model_path) {
   if (lib.empty())
     throw InputError(model_path,
                      "the model calls torchvision:: ops and torchvision's op library was not "
-                     "found: install python3-torchvision, set XALLOC_TORCHVISION_LIBRARY, or "
+                     "found: install torchvision beside torch, set XALLOC_TORCHVISION_LIBRARY, or "
                      "pass --load-library FILE");
   loadOpLibrary(lib);
   printNote(model_path, "the model calls torchvision:: ops: loaded " + lib);
@@ -216,6 +219,56 @@ void foldNormsBehindRankChecks(const std::shared_ptr<torch::jit::Graph>& graph) 
   }
 }
 
+// torch 2.x's freezing keeps a submodule whose tensors it cannot prove unwritten through the
+// values the graph builds of them (nn.MultiheadAttention's fast path gathers its weights into a
+// tuple for its checks): its weights stay prim::GetAttr reads, and a region over them has no
+// constant weights to lay out. A tensor attribute reached from `self` through submodules and
+// written by no node of the graph (alias analysis) is the constant freezing would have made.
+void foldUnwrittenTensorAttributes(const torch::jit::Module& module,
+                                   const std::shared_ptr<torch::jit::Graph>& graph) {
+  using torch::jit::Node;
+  using torch::jit::Value;
+  if (graph->inputs().empty())
+    return;
+  std::vector<Node*> reads;
+  std::shared_ptr<torch::jit::Graph> walked = graph;
+  torch::jit::DepthFirstGraphNodeIterator it(walked);
+  for (Node* n = it.next(); n != nullptr; n = it.next())
+    if (n->kind() == c10::prim::GetAttr && n->output()->type()->kind() == c10::TypeKind::TensorType)
+      reads.push_back(n);
+  if (reads.empty())
+    return;
+  const torch::jit::AliasDb aliases(graph);
+  bool folded = false;
+  for (Node* n : reads) {
+    // The chain of names from self: self.attn.in_proj_weight -> {attn, in_proj_weight}.
+    std::vector<std::string> names;
+    const Value* v = n->output();
+    while (v->node()->kind() == c10::prim::GetAttr) {
+      names.insert(names.begin(), v->node()->s(c10::attr::name));
+      v = v->node()->input();
+    }
+    if (v != graph->inputs()[0] || aliases.hasWriters(n->output()))
+      continue;
+    torch::jit::Module owner = module;
+    bool found = true;
+    for (std::size_t i = 0; found && i + 1 < names.size(); ++i) {
+      found = owner.hasattr(names[i]) && owner.attr(names[i]).isModule();
+      if (found)
+        owner = owner.attr(names[i]).toModule();
+    }
+    if (!found || !owner.hasattr(names.back()) || !owner.attr(names.back()).isTensor())
+      continue;
+    // Detached, as freezing makes its constants of parameters.
+    const at::Tensor t = owner.attr(names.back()).toTensor().detach();
+    torch::jit::WithInsertPoint here(graph->nodes().front());
+    n->output()->replaceAllUsesWith(graph->insertConstant(t));
+    folded = true;
+  }
+  if (folded)
+    torch::jit::EliminateDeadCode(graph);
+}
+
 } // namespace
 
 bool freezeModel(LoadedModel& model, const std::string& method) {
@@ -229,8 +282,10 @@ bool freezeModel(LoadedModel& model, const std::string& method) {
     keep = std::vector<std::string>{method};
   try {
     model.module = torch::jit::freeze(model.module, keep, /*optimize_numerics=*/true);
-    for (const auto& m : model.module.get_methods())
+    for (const auto& m : model.module.get_methods()) {
+      foldUnwrittenTensorAttributes(model.module, m.graph());
       foldNormsBehindRankChecks(m.graph());
+    }
   } catch (const std::exception& e) {
     throw InputError(model.path, "cannot freeze the model: " + firstLine(e.what()));
   }

@@ -20,16 +20,13 @@ void reportModelWarning(const std::string& msg) {
 
 namespace {
 struct ModelWarningHandler : c10::WarningHandler {
-  void process(const c10::SourceLocation& /*where*/, const std::string& msg,
-               const bool /*verbatim*/) override {
-    reportModelWarning(msg);
-  }
+  void process(const c10::Warning& warning) override { reportModelWarning(warning.msg()); }
 };
 } // namespace
 
 void routeModelWarnings() {
   static ModelWarningHandler handler;
-  c10::Warning::set_warning_handler(&handler);
+  c10::WarningUtils::set_warning_handler(&handler);
 }
 
 } // namespace xalloc::tspass

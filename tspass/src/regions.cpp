@@ -47,8 +47,23 @@ bool isConstantWeight(const Node* n) {
   return b && b->isTensor() && b->toTensor().scalar_type() == at::kFloat;
 }
 
+// None, or an element of a constant tuple that is None (torch 2.x's nn.MultiheadAttention takes
+// its mask from merge_masks(None, None, ...), which freezing folds to a constant (None, None)
+// that a prim::TupleUnpack of type Tensor? still reads).
 bool isNone(const Value* v) {
-  return v->type()->kind() == c10::TypeKind::NoneType;
+  if (v->type()->kind() == c10::TypeKind::NoneType)
+    return true;
+  const Node* n = v->node();
+  if (n->kind() != c10::prim::TupleUnpack)
+    return false;
+  const auto tuple = torch::jit::toIValue(n->input(0));
+  if (!tuple || !tuple->isTuple())
+    return false;
+  const auto& elements = tuple->toTupleRef().elements();
+  for (std::size_t i = 0; i < n->outputs().size(); ++i)
+    if (n->output(i) == v)
+      return i < elements.size() && elements[i].isNone();
+  return false;
 }
 
 bool constantIs(const Value* v, bool want) {

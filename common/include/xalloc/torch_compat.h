@@ -1,5 +1,5 @@
 // The one place for what differs between the libtorch versions x-allocator builds against:
-// Debian's libtorch 1.13 (CPU) and a torch 2.x wheel's libtorch (CUDA) on GPU machines.
+// the pinned torch wheel's libtorch (requirements.txt) and the GPU machine's torch 2.11.
 // Everything else includes this header instead of spelling version checks out.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/ScalarType.h>
 #include <torch/csrc/jit/frontend/source_range.h>
@@ -32,7 +33,22 @@
 #define XALLOC_ALLOCATOR_COPY_DATA
 #endif
 
+// libtorch's accessors of an MKLDNN tensor's buffer (ATen/native/mkldnn/MKLDNNCommon.h, exported
+// by libtorch_cpu since 2.1; the wheel ships no header for them).
+namespace at::native {
+TORCH_API void* data_ptr_from_mkldnn(const at::Tensor& mkldnn_tensor);
+TORCH_API int64_t nbytes_from_mkldnn(const at::Tensor& mkldnn_tensor);
+} // namespace at::native
+
 namespace xalloc::compat {
+
+/// The data of an MKLDNN tensor, and its physical size in bytes (oneDNN's padding included).
+inline void* mkldnnData(const at::Tensor& t) {
+  return at::native::data_ptr_from_mkldnn(t);
+}
+inline std::int64_t mkldnnBytes(const at::Tensor& t) {
+  return at::native::nbytes_from_mkldnn(t);
+}
 
 /// The text a source range covers, as std::string (1.13 returns a StringCordView; older
 /// releases returned std::string; 2.x returns a StringCordView again).

@@ -95,7 +95,7 @@ RegionEdit applyBlocked(torch::jit::Graph& g, LayoutRegion& r) {
     return n;
   };
   auto makeDense = [&](Value* v) {
-    Node* n = g.create(sym("aten::to_dense"), {v, none});
+    Node* n = g.create(sym("aten::to_dense"), {v, none, none}); // dtype, masked_grad
     n->output()->setType(v->type());
     return n;
   };
