@@ -1,4 +1,5 @@
-// mathLibraries: the BLAS / LAPACK / oneDNN files this process resolved (dl_iterate_phdr).
+// mathLibraries: libtorch_cpu (the wheel's MKL and oneDNN are inside it) and the BLAS / LAPACK /
+// oneDNN files this process resolved.
 #include "xalloc/math_libraries.h"
 
 #include <algorithm>
@@ -12,8 +13,22 @@
 
 namespace xalloc {
 
+namespace {
+// "path@bytes" of a file, or "" when it does not exist.
+std::string withSize(const std::string& file) {
+  char real[PATH_MAX];
+  std::string path = ::realpath(file.c_str(), real) != nullptr ? real : file;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return "";
+  return path + "@" + std::to_string(st.st_size);
+}
+} // namespace
+
 std::string mathLibraries() {
-  std::string out;
+  // The libtorch every tool links (its RPATH's, known when it was built): its kernels, its MKL
+  // and its oneDNN are one file, whichever process asks (the launcher links no libtorch).
+  std::string out = withSize(std::string(XALLOC_TORCH_LIB_DIR) + "/libtorch_cpu.so");
   for (const char* name : {"libblas.so.3", "liblapack.so.3", "libdnnl.so.2"}) {
     // Already loaded (xprof-core, through libtorch), or loaded here the way libtorch would find
     // it (the launcher); left loaded, as a BLAS's own threads may not survive an unload.
@@ -24,11 +39,9 @@ std::string mathLibraries() {
     if (h == nullptr || ::dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr ||
         map->l_name == nullptr)
       continue;
-    char real[PATH_MAX];
-    std::string path = ::realpath(map->l_name, real) != nullptr ? real : map->l_name;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0)
-      path += "@" + std::to_string(st.st_size);
+    std::string path = withSize(map->l_name);
+    if (path.empty())
+      path = map->l_name;
     out += (out.empty() ? "" : ";") + path;
   }
   return out;

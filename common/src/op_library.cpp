@@ -24,10 +24,27 @@ void loadOpLibrary(const std::string& path) {
   char* full = ::realpath(path.c_str(), nullptr);
   const std::string resolved = full ? full : path;
   std::free(full);
-  if (!::dlopen(resolved.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    const char* why = ::dlerror();
-    throw InputError(path, std::string("cannot load op library: ") + (why ? why : "dlopen failed"));
+  if (::dlopen(resolved.c_str(), RTLD_NOW | RTLD_GLOBAL))
+    return;
+  const char* first = ::dlerror(); // once: a second call returns null
+  std::string why = first ? first : "dlopen failed";
+  // A library built for Python's torch (torchvision's _C_stable.so) names libtorch's other parts
+  // and libtorch_python without an RPATH: in Python, torch has loaded them. Here they are loaded
+  // from the torch the tools link (with the libpython libtorch_python needs), and it is tried
+  // again; the loader then finds each by the name it was loaded under.
+  if (why.find("cannot open shared object file") != std::string::npos) {
+    const std::filesystem::path lib(XALLOC_TORCH_LIB_DIR);
+    bool loaded = ::dlopen(XALLOC_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL) != nullptr;
+    for (const char* name :
+         {"libtorch.so", "libc10_cuda.so", "libtorch_cuda.so", "libshm.so", "libtorch_python.so"})
+      loaded = loaded && std::filesystem::exists(lib / name) &&
+               ::dlopen((lib / name).c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
+    if (loaded && ::dlopen(resolved.c_str(), RTLD_NOW | RTLD_GLOBAL))
+      return;
+    if (const char* again = ::dlerror())
+      why = again;
   }
+  throw InputError(path, "cannot load op library: " + why);
 }
 
 namespace {
@@ -51,7 +68,10 @@ std::string torchvisionIn(const std::filesystem::path& dir) {
 std::string findTorchvisionLibrary() {
   if (const char* env = std::getenv("XALLOC_TORCHVISION_LIBRARY"); env && *env)
     return env;
-  std::vector<std::filesystem::path> dirs{"/usr/lib/python3/dist-packages"};
+  // The environment of the torch the tools are built against first (its torchvision is built
+  // for that torch), then the system's.
+  std::vector<std::filesystem::path> dirs{std::filesystem::path(XALLOC_TORCH_LIB_DIR) / ".." / "..",
+                                          "/usr/lib/python3/dist-packages"};
   std::error_code ec;
   std::vector<std::filesystem::path> local;
   for (const auto& e : std::filesystem::directory_iterator("/usr/local/lib", ec)) {

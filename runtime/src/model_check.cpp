@@ -1,12 +1,14 @@
 // modelTensorProblem: every tensor a loaded model holds fits what its file gave it.
 #include "xalloc/runtime/model_check.h"
 
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/version.h>
 
 #include "xalloc/error.h"
 #include "xalloc/tensor_extent.h"
@@ -115,6 +117,17 @@ std::string modelFileProblem(const std::shared_ptr<caffe2::serialize::ReadAdapte
              kScriptIt;
     return "";
   } catch (const std::exception& e) {
+    // An archive of a newer file format than this libtorch reads (PyTorchStreamReader's check
+    // of its `version` record): which versions, in one line, not "not a TorchScript model".
+    static const std::regex newer(
+        "file with version ([0-9]+), but the maximum supported version for reading is ([0-9]+)");
+    std::smatch m;
+    const std::string what = e.what();
+    if (std::regex_search(what, m, newer))
+      return "written by a newer PyTorch than this one (torch " TORCH_VERSION
+             "): its file format version is " +
+             m[1].str() + ", and this torch reads up to version " + m[2].str() +
+             "; load it with the torch that saved it, or save it again with this one";
     // torch.save's legacy format is a pickle (protocol 2: 0x80 0x02) with no zip around it.
     if (pickle)
       return std::string("a pickle (torch.save's legacy format), not TorchScript: ") + kScriptIt;

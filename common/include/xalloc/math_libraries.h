@@ -7,9 +7,11 @@
 
 namespace xalloc {
 
-/// The BLAS, LAPACK and oneDNN libraries libtorch runs on, as the files they resolve to (a
-/// Debian alternative, LD_LIBRARY_PATH) with their sizes: "path@bytes;...". A consumer's timing,
-/// and whether a contiguous input changes its output bits, depend on them; a copy's do not.
+/// The libraries a model's timings depend on, as the files they resolve to with their sizes:
+/// "path@bytes;...": libtorch_cpu (the wheel links its MKL and oneDNN into it), then any BLAS,
+/// LAPACK or separate oneDNN this process resolved (a Debian alternative, LD_LIBRARY_PATH). A
+/// consumer's timing, and whether a contiguous input changes its output bits, depend on them; a
+/// copy's do not.
 std::string mathLibraries();
 
 /// The entries of a mathLibraries() string ("path@bytes" each).

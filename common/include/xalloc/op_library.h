@@ -14,8 +14,9 @@ void loadOpLibrary(const std::string& path);
 
 /// The file of torchvision's op library (`torchvision::nms`, `roi_align`, ...): the path in
 /// XALLOC_TORCHVISION_LIBRARY when set, else the first `torchvision/_C*.so` under Python's
-/// package folders (Debian's /usr/lib/python3/dist-packages, then /usr/local/lib/python3*/
-/// {dist,site}-packages). "" when there is none.
+/// package folders: the site-packages of the torch the tools link (the project's environment),
+/// then Debian's /usr/lib/python3/dist-packages and /usr/local/lib/python3*/{dist,site}-packages.
+/// "" when there is none.
 std::string findTorchvisionLibrary();
 
 } // namespace xalloc

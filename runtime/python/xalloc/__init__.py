@@ -15,9 +15,24 @@ import os
 
 import torch  # noqa: F401  (libtorch must be loaded first)
 
-from . import _C
-from ._C import get_stats, installed, reset_stats, uninstall  # noqa: F401
-from ._C import activation_cache_stats, release_activation_cache  # noqa: F401
+from . import _build
+
+
+def _check_torch():
+    """The compiled parts link the libtorch they were built against: in a process that runs
+    another torch they would fail to load, or worse. One line naming both, before they load."""
+    if torch.__version__ != _build.TORCH_VERSION:
+        raise ImportError(f"xalloc was built against torch {_build.TORCH_VERSION}, but this "
+                          f"process runs torch {torch.__version__} ({torch.__file__}): rebuild "
+                          "x-allocator against this torch (XALLOC_VENV=<its environment> make "
+                          "build), or run it with the torch it was built for")
+
+
+_check_torch()
+
+from . import _C  # noqa: E402
+from ._C import get_stats, installed, reset_stats, uninstall  # noqa: E402,F401
+from ._C import activation_cache_stats, release_activation_cache  # noqa: E402,F401
 
 
 def _bytes(value):
