@@ -70,13 +70,25 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     common = load("common")
-    store = {common["$id"]: common}
     validators = {}
+    try:  # jsonschema 4.18 on: $refs through the referencing library
+        import referencing
+        import referencing.jsonschema
+        registry = referencing.Registry().with_resource(
+            common["$id"], referencing.Resource.from_contents(
+                common, default_specification=referencing.jsonschema.DRAFT202012))
+        options = {"registry": registry}
+    except ImportError:  # older: its RefResolver
+        store = {common["$id"]: common}
+        options = None
     for kind, name in KINDS.items():
         schema = load(name)
         jsonschema.Draft202012Validator.check_schema(schema)
-        resolver = jsonschema.RefResolver.from_schema(schema, store=store)
-        validators[kind] = jsonschema.Draft202012Validator(schema, resolver=resolver)
+        if options is None:
+            resolver = jsonschema.RefResolver.from_schema(schema, store=store)
+            validators[kind] = jsonschema.Draft202012Validator(schema, resolver=resolver)
+        else:
+            validators[kind] = jsonschema.Draft202012Validator(schema, **options)
     bad = 0
     for path in argv[1:]:
         try:

@@ -255,12 +255,12 @@ expect_error 2 '^other-schedule\.json: error: the schedule is for other sources:
   xrewrite -s other-schedule.json --cpp input.cpp --in-place "${FLAGS[@]}"
 cmp -s input.cpp untouched.cpp || fail "a failed run touched the source"
 
-# Real libtorch headers (the flags Debian's libtorch needs).
-TORCH=(-- -std=c++17 -I/usr/include/torch/csrc/api/include)
+# Real libtorch headers: the wheel's, as a user's build passes them.
+TORCH=(-- "${TORCH_CXXFLAGS[@]}")
 xrewrite -s real-schedule.json --cpp real.cpp --in-place -q "${TORCH[@]}" 2>real.err ||
   fail "real headers: $(cat real.err)"
 grep -q 'auto xt = x.transpose(0, 1).contiguous();' real.cpp || fail "real headers: not patched"
-g++ -fsyntax-only -std=c++17 -I/usr/include/torch/csrc/api/include real.cpp ||
+g++ -fsyntax-only "${TORCH_CXXFLAGS[@]}" real.cpp ||
   fail "real headers: the patched program does not compile"
 # A value the program writes where the profiler cannot see (accessor, data_ptr, in place, out=,
 # a non-const reference, an assignment to a view, a helper of its own; or the tensor it is a

@@ -4,6 +4,12 @@ set -euo pipefail
 export PATH="$XALLOC_BIN:$PATH"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# A libtorch program built as users build one against the wheel (its headers, C++20, its CXX11
+# ABI; torch_cpu and c10, found at run time through the RPATH).
+: "${XALLOC_TORCH_PREFIX:?set by CTest}"
+TORCH_CXXFLAGS=(-std=c++20 -isystem "$XALLOC_TORCH_PREFIX/include"
+                -isystem "$XALLOC_TORCH_PREFIX/include/torch/csrc/api/include" -D_GLIBCXX_USE_CXX11_ABI=1)
+TORCH_LDFLAGS=(-L"$XALLOC_TORCH_PREFIX/lib" -Wl,-rpath,"$XALLOC_TORCH_PREFIX/lib" -ltorch_cpu -lc10)
 # Short measurement settings keep the suite fast; the benchmarks use the full ones.
 QUICK=(--iterations 3 --warmup 1 --repeats 7 -q --no-db)
 

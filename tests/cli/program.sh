@@ -8,8 +8,8 @@ source "$(dirname "$0")/lib.sh"
 : "${XALLOC_BUILD:?set by CTest}"
 cd "$WORK"
 RUN=(--iterations 2 --warmup 1 --repeats 7 -q --base-dir "$XALLOC_SOURCE")
-TORCH_FLAGS=(-std=c++17 -isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1)
-LIBS=(-ltorch -ltorch_cpu -lc10)
+TORCH_FLAGS=("${TORCH_CXXFLAGS[@]}")
+LIBS=("${TORCH_LDFLAGS[@]}")
 # The patched programs are real libtorch builds; through ccache where the build uses it, so a
 # second run of the suite compiles only what changed. Compiled, then linked: ccache does not cache
 # a compile that also links. -O1: the arithmetic is libtorch's, and ISO C++ contracts no

@@ -180,5 +180,47 @@ with xalloc.graceful(limit="64M"):
     assert s["allocation.all.current"] >= 0 and s["allocated_bytes.all.current"] >= 0, s
 
 assert xalloc.load_ops().endswith("libxalloc_runtime.so")
+
+# One oneDNN and one OpenMP in the process (issue "Current PyTorch", item 3): the runtime takes
+# torch's own (oneDNN inside libtorch_cpu, the wheel's libgomp), and brings no second copy.
+import os
+maps = {line.split()[-1] for line in open("/proc/self/maps") if "/" in line}
+gomp = sorted(p for p in maps if os.path.basename(p).startswith(("libgomp", "libiomp", "libomp")))
+dnnl = sorted(p for p in maps if os.path.basename(p).startswith(("libdnnl", "libmkldnn")))
+torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+assert len(gomp) == 1 and os.path.dirname(gomp[0]) == torch_lib, gomp
+assert not dnnl, dnnl
 print("python: ok")
 PY
+
+# A model file written by a newer torch: which versions, in one line, nothing loaded (it was
+# "not a TorchScript model (... truncated or another kind of file?)").
+PYTHONPATH="$XALLOC_PYTHON_PATH" "$XALLOC_PYTHON" - "$WORK" <<'PY' || fail "a model file of a newer torch"
+import sys, zipfile, torch, xalloc
+work = sys.argv[1]
+torch.jit.save(torch.jit.trace(torch.nn.ReLU(), torch.randn(3)), f"{work}/ok.pt")
+src = zipfile.ZipFile(f"{work}/ok.pt")
+with zipfile.ZipFile(f"{work}/newer.pt", "w", zipfile.ZIP_STORED) as out:
+    for info in src.infolist():
+        data = src.read(info.filename)
+        out.writestr(info, b"99\n" if info.filename.endswith("/version") else data)
+try:
+    xalloc.load(f"{work}/newer.pt")
+    raise SystemExit("loaded a file of a newer format")
+except ValueError as e:
+    msg = str(e)
+    assert "\n" not in msg and "newer PyTorch" in msg and "version is 99" in msg, msg
+    assert f"torch {torch.__version__.split('+')[0]}" in msg, msg
+print("newer file: ok")
+PY
+expect_error 2 "newer\.pt: .*newer PyTorch .*version is 99" -- xprof "$WORK/newer.pt" -o "$WORK/newer.json"
+[[ ! -e "$WORK/newer.json" ]] || fail "xprof wrote a profile of a file it could not read"
+
+# The package built against one torch, imported under another: one line naming both, before
+# its compiled part (which links the other libtorch) is loaded.
+mkdir -p "$WORK/other/xalloc"
+cp "$XALLOC_PYTHON_PATH"/xalloc/*.py "$WORK/other/xalloc/"
+echo 'TORCH_VERSION = "2.0.0+elsewhere"' >"$WORK/other/xalloc/_build.py"
+PYTHONPATH="$WORK/other" "$XALLOC_PYTHON" -c 'import xalloc' 2>"$WORK/other.err" && fail "imported a build of another torch"
+grep -q "ImportError: xalloc was built against torch 2.0.0+elsewhere, but this process runs torch" "$WORK/other.err" ||
+  fail "another torch's build: $(tail -1 "$WORK/other.err")"

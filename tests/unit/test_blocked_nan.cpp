@@ -52,9 +52,9 @@ graph(%d : Tensor):
   %pool : Tensor = xalloc::blocked_max_pool2d(%m, %k, %s, %p, %s, %f)
   %c : Tensor = aten::clone(%m, %none)
   %r2 : Tensor = xalloc::blocked_relu_(%c)
-  %a : Tensor = aten::to_dense(%r, %none)
-  %b : Tensor = aten::to_dense(%pool, %none)
-  %e : Tensor = aten::to_dense(%r2, %none)
+  %a : Tensor = aten::to_dense(%r, %none, %none)
+  %b : Tensor = aten::to_dense(%pool, %none, %none)
+  %e : Tensor = aten::to_dense(%r2, %none, %none)
   return (%a, %b, %e))IR",
                          {dense});
   EXPECT_TRUE(at::equal(at::isnan(out[0].toTensor()), at::isnan(at::relu(dense))));

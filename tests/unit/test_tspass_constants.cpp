@@ -1,7 +1,6 @@
 // tspass on small graphs: a constant's permutation chains stored so they come out contiguous, a
 // sync on a frozen weight stored once; a conversion fused into its pointwise producer (its out
 // variant writing row-major), and not where the output is read elsewhere.
-#include <cstring>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -50,8 +49,9 @@ TEST(ConstantTensors, PermutationChainsOfAConstantAreStoredSoTheyComeOutContiguo
 }
 
 // A frozen model's linear: the weight is a constant, so a sync on its transpose stores the
-// weight column-major, once; the linear stays matmul + add (bit-identical), and a second pass
-// finds the decision already applied.
+// weight column-major, once; the linear stays matmul + add (within float rounding: the wheel's
+// MKL multiplies by a column-major weight in another order than by its transposed view, where
+// Debian's OpenBLAS gave the same bits), and a second pass finds the decision already applied.
 TEST(ConstantTensors, SyncOnAFrozenWeightStoresItOnce) {
   torch::jit::Module m("m");
   m.register_parameter("w", at::randn({6, 10}), false);
@@ -85,7 +85,8 @@ def forward(self, x):
     at::manual_seed(seed);
     const at::Tensor in = at::randn({3, 10});
     const at::Tensor a = original.forward({in}).toTensor(), b = frozen.forward({in}).toTensor();
-    EXPECT_EQ(std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()), 0) << "seed " << seed;
+    EXPECT_TRUE(at::allclose(a, b, 1e-5, 1e-6))
+        << "seed " << seed << ": " << (a - b).abs().max().item<float>();
   }
   // Again: nothing to do.
   GraphIndex again(*g);
