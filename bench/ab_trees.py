@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Two builds side by side: each contender is a rewritten model loaded by its own tree's
 runtime (bench/python_peers.py of that tree, in a child process), ONNX Runtime beside them;
 all alive together in P fresh processes each, timed in turns of 0.2 s on one core until each has

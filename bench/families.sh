@@ -15,13 +15,12 @@ RUNS=${RUNS:-20}
 THREADS=${THREADS:-1}
 PROCESSES=${PROCESSES:-3}
 MODELS=${MODELS:-"ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn retinanet_resnet50_fpn fcn_resnet50 deeplabv3_mobilenet_v3_large lraspp_mobilenet_v3_large r3d_18 r2plus1d_18 mc3_18 vgg11_bn"}
-PY=${PY:-/usr/bin/python3}
+PY=${PY:-$(make -s -C "$(dirname "$0")/.." print-python)}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
-ORT=1
-bash "$HERE/../scripts/install-ort.sh" || { echo "bench-families: no ONNX Runtime (npm): its column is left out" >&2; ORT=0; }
-echo "backend: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3), threads $THREADS"
+ORT=1 # ONNX Runtime's Python package, in the project's environment
+echo "backend: $("$PY" -c 'import torch; print("torch", torch.__version__, "oneDNN", torch.backends.mkldnn.version() if hasattr(torch.backends.mkldnn, "version") else "?")'), threads $THREADS"
 results=()
 # shellcheck disable=SC2086
 for model in $("$PY" "$HERE/family_models.py" --onnx "$OUT/models" $MODELS); do
@@ -46,6 +45,7 @@ for model in $("$PY" "$HERE/family_models.py" --onnx "$OUT/models" $MODELS); do
   fi
   onnx=()
   [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
+  [[ -f ${model%.pt}.eager.pt ]] && onnx+=(--eager "${model%.pt}.eager.pt")
   "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" "${list[@]}" \
     --rounds "$RUNS" --threads "$THREADS" --processes "$PROCESSES" --json "$d/processes.json"
 done

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Script torchvision's detection, segmentation and video models as their users call them.
 
-Usage: /usr/bin/python3 bench/family_models.py [--onnx] OUT_DIR [NAME ...]
+Usage: python bench/family_models.py [--onnx] OUT_DIR [NAME ...]
 
 Each model is built in eval mode from Debian's python3-torchvision with weights whose outputs
 depend on the input: every weight re-drawn (seed 0; nothing is downloaded), then each batch
@@ -16,8 +16,12 @@ and segmentation backbones; detection models' control flow does not).
 import json
 import os
 import sys
+import warnings
 
 import torch
+
+# TorchScript is deprecated upstream (2.11 on) and still what these files are written as.
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)
 import torchvision
 
 # name -> (builder, input shape, kind)
@@ -119,10 +123,12 @@ def main():
         torch.jit.save(scripted, path + ".tmp",
                        _extra_files={"xalloc/example_inputs.json": json.dumps(spec, sort_keys=True)})
         os.replace(path + ".tmp", path)
+        # The eager module too, for torch.compile (bench/python_peers.py --eager).
+        torch.save(model, path[:-3] + ".eager.pt")
         if onnx and kind != "detection":
             try:
                 torch.onnx.export(model, torch.rand(shape), path[:-3] + ".onnx.tmp",
-                                  opset_version=13, input_names=["x"])
+                                  opset_version=13, input_names=["x"], dynamo=False)
                 os.replace(path[:-3] + ".onnx.tmp", path[:-3] + ".onnx")
             except Exception as e:
                 print(f"family_models.py: {name}: no ONNX export: "

@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/op_profile.py MODEL.onnx OURS.pt [--shape 1x3x224x224] [--runs 100]
                                          [--threads 1]
 
-ONNX Runtime's own profiler (bench/ort/profile.js: its session options as in the benchmark)
+ONNX Runtime's own profiler (its Python package, the session options as in the benchmark)
 gives its time per node; oneDNN's verbose mode (DNNL_VERBOSE=1) gives the time of each primitive
 ours runs, in a process of its own that loads OURS.pt with xalloc.load. Printed: ONNX Runtime's
 time per op type, ours per oneDNN primitive kind, and each convolution side by side (matched in
@@ -16,7 +16,6 @@ run N intra-op threads (ours plans made at N: `THREADS=N`).
 """
 import argparse
 import collections
-import glob
 import json
 import os
 import re
@@ -34,12 +33,24 @@ def die(message):
 
 
 def ort_profile(onnx, shape, runs, work, threads):
-    prefix = os.path.join(work, "ort")
-    r = subprocess.run(["node", os.path.join(HERE, "ort", "profile.js"), onnx, str(runs + SKIP),
-                        "x".join(map(str, shape)), prefix, str(threads)], capture_output=True, text=True)
-    if r.returncode != 0:
-        die(f"ONNX Runtime: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-    events = json.load(open(sorted(glob.glob(prefix + "*.json"))[-1]))
+    # ONNX Runtime's Python package, with the benchmark's session options and its profiler on.
+    import numpy
+    import onnxruntime
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(work, "ort")
+    try:
+        session = onnxruntime.InferenceSession(onnx, so, providers=["CPUExecutionProvider"])
+        feeds = {session.get_inputs()[0].name: numpy.random.rand(*shape).astype("float32")}
+        for _ in range(runs + SKIP):
+            session.run(None, feeds)
+        events = json.load(open(session.end_profiling()))
+    except Exception as e:  # the package's own failure, in one line
+        die(f"ONNX Runtime: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
     calls = [e for e in events if e.get("cat") == "Session" and e["name"] == "model_run"]
     start = calls[SKIP]["ts"]
     n = len(calls) - SKIP

@@ -8,7 +8,7 @@
 # (optimize_for_inference(freeze(m))), ours and ours under the peer, interleaved (xbench-peer).
 # Prints one table and the geometric means; JSON per model in OUT. Then the same models in Python,
 # as users load them (bench/python_peers.py): the original, the TorchScript peer, ONNX Runtime
-# (exported with torch.onnx.export; npm's onnxruntime-node, installed by scripts/install-ort.sh)
+# (exported with torch.onnx.export; its Python package), torch.compile with Inductor's freezing
 # and ours, interleaved, with p50, p90 and each one's error; a contender beyond the tolerance is
 # marked WRONG. Then each contender alone in PROCESSES fresh Python processes (python_peers.py
 # --processes; alive together, timed in turns of 0.2 s until each has RUNS calls and 2 s, on one
@@ -32,14 +32,13 @@ BATCHES=${BATCHES:-1}
 MORE_THREADS=${MORE_THREADS-2}
 MODELS=${MODELS:-"resnet18 mobilenet_v3_small convnext_tiny efficientnet_b0 swin_t shufflenet_v2_x1_0 regnet_y_400mf"}
 SAMPLE_MODELS=${SAMPLE_MODELS:-"minigpt smallcnn"}
-PY=${PY:-/usr/bin/python3}
+PY=${PY:-$(make -s -C "$(dirname "$0")/.." print-python)}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
 
-echo "backend: $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3), threads $THREADS"
-ORT=1
-bash "$HERE/../scripts/install-ort.sh" || { echo "bench-peer: no ONNX Runtime (npm): its column is left out" >&2; ORT=0; }
+echo "backend: $("$PY" -c 'import torch; print("torch", torch.__version__, "oneDNN", torch.backends.mkldnn.version() if hasattr(torch.backends.mkldnn, "version") else "?")'), threads $THREADS"
+ORT=1 # ONNX Runtime's Python package, in the project's environment
 results=()
 python_results=()
 run_one() { # run_one NAME MODEL.pt
@@ -54,6 +53,7 @@ run_one() { # run_one NAME MODEL.pt
   # In Python, four contenders (the ONNX file beside the model, when it exported).
   local onnx=()
   [[ $ORT -eq 1 && -f ${model%.pt}.onnx ]] && onnx=(--onnx "${model%.pt}.onnx")
+  [[ -f ${model%.pt}.eager.pt ]] && onnx+=(--eager "${model%.pt}.eager.pt")
   "$PY" "$HERE/python_peers.py" --original "$model" --ours "$d/ours.pt" "${onnx[@]}" \
     --rounds "$RUNS" --threads "$THREADS" --json "$d/python.json"
   python_results+=("$d/python.json")

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The README's tables from `make bench-peer`'s output: one row per model and batch, the four
 contenders in Python (p50 ms, p90, error against the original; WRONG beyond the tolerance),
 interleaved in one process and each alone in fresh processes, with ours over ONNX Runtime and
 over the TorchScript peer, and geometric means over the CNNs and over every row.
 
-Usage: /usr/bin/python3 bench/peer_table.py DIR [DIR...]   (bench-peer's OUT folders, or the
+Usage: python bench/peer_table.py DIR [DIR...]   (bench-peer's OUT folders, or the
        folders of single models in them)
 
 Models whose name is in TRANSFORMERS (or a sample not in CNN_SAMPLES) are left out of the CNN

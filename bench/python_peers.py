@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The original model, the TorchScript peer, ONNX Runtime and ours, timed where users run them:
 in a Python process that loaded them as users do (torch.jit.load, glibc's malloc), one thread.
 
-Usage: /usr/bin/python3 bench/python_peers.py --original M.pt --ours M.opt.pt [--onnx M.onnx]
+Usage: python bench/python_peers.py --original M.pt --ours M.opt.pt [--onnx M.onnx]
            [--shape 1x3x224x224] [--rounds 30] [--threads 1] [--json OUT.json]
            [--processes 5 [--min-seconds 2]]
 
@@ -16,11 +16,11 @@ Errors are measured from each process's output against the original's.
 The input is the example input the model stores (xalloc/example_inputs.json: shape, dtype and
 range), or a float32 tensor of --shape; one input (ONNX Runtime is given float32 only).
 
-The peer is torch.jit.optimize_for_inference(torch.jit.freeze(original)); ONNX Runtime (npm's
-onnxruntime-node, CPU provider, all graph optimizations, one intra-op thread) runs in a Node.js
-child (bench/ort/serve.js) that times its own runs. Each round runs every contender once, in an
-order that turns from round to round, all on one core at one thread (the child inherits it: on
-another core ONNX Runtime's caches would stay warm while the others evicted each other's). For each: the median and p90 in ms, the speed-up over the
+The peer is torch.jit.optimize_for_inference(torch.jit.freeze(original)); with --eager (the eager
+module, torch.save'd), torch.compile with Inductor's freezing too ("compile", its compile time
+reported apart; in fresh processes only); ONNX Runtime is its Python package (CPU provider, all
+graph optimizations, as many intra-op threads, one inter-op). Each round runs every contender
+once, in an order that turns from round to round, all on one core at one thread. For each: the median and p90 in ms, the speed-up over the
 original (median of per-round ratios), and the largest error against the original's output,
 element by element as xrewrite measures it (|y - x| / max(|x|, floor), the floor the 10th
 percentile of |x| over the non-zero elements that differ); above 1e-4, the default tolerance,
@@ -41,6 +41,8 @@ def parse():
     p.add_argument("--original", required=True)
     p.add_argument("--ours", required=True)
     p.add_argument("--onnx")
+    p.add_argument("--eager", help="the eager module (torch.save of it): adds torch.compile "
+                                   "with Inductor's freezing as a contender (--processes only)")
     p.add_argument("--shape", help="the input's shape, e.g. 1x3x224x224 (default: the model's)")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
@@ -152,38 +154,44 @@ def element_error(ref, y):
 
 
 class OrtPeer:
-    """ONNX Runtime in a Node.js child, one JSON line per command."""
+    """ONNX Runtime's Python package in this process: the CPU provider, all graph optimizations,
+    `threads` intra-op threads and one inter-op thread, as BENCHMARKING.md sets it."""
 
     def __init__(self, onnx, x, threads, work):
-        serve = os.path.join(HERE, "ort", "serve.js")
-        self.proc = subprocess.Popen(["node", serve], cwd=os.path.join(HERE, "ort"),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.work = work
-        self.ask({"load": os.path.abspath(onnx), "threads": threads})
-        path = os.path.join(work, "x.bin")
-        x.contiguous().numpy().astype("float32").tofile(path)
-        self.ask({"input": path, "shape": list(x.shape)})
-
-    def ask(self, cmd):
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        if not reply.get("ok"):
-            raise SystemExit(f"python_peers.py: error: onnxruntime: {reply.get('error')}")
-        return reply
+        import onnxruntime
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(onnx, so, providers=["CPUExecutionProvider"])
+        self.feed = {self.session.get_inputs()[0].name: x.contiguous().numpy().astype("float32")}
+        self.pid = "self"
 
     def run(self):
-        return self.ask({"run": 1})["ms"][0]
+        import time
+        t0 = time.perf_counter()
+        self.session.run(None, self.feed)
+        return (time.perf_counter() - t0) * 1e3
 
     def output(self):
-        path = os.path.join(self.work, "y.bin")
-        shape = self.ask({"save": path})["shape"]
-        import numpy
-        return torch.from_numpy(numpy.fromfile(path, dtype="float32").reshape(shape))
+        return torch.from_numpy(self.session.run(None, self.feed)[0])
 
     def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
+        pass
+
+
+def compiled(eager_path, arg):
+    """torch.compile with Inductor's freezing (weights as constants, prepacked for oneDNN), on
+    the eager module `eager_path` holds (torch.save of the module): returns the compiled module
+    and the seconds its first call took (the compilation, reported apart)."""
+    import time
+    import torch._inductor.config as inductor_config
+    inductor_config.freezing = True
+    m = torch.compile(torch.load(eager_path, weights_only=False).eval())
+    t0 = time.perf_counter()
+    m(arg)
+    return m, time.perf_counter() - t0
 
 
 def example_input():
@@ -228,9 +236,12 @@ def child():
     with tempfile.TemporaryDirectory() as work, torch.no_grad():
         if name == "onnxruntime":
             ort = OrtPeer(args.onnx, x, args.threads, work)
-            run, pid = ort.run, ort.proc.pid
+            run, pid = ort.run, ort.pid
         else:
-            if name == "original":
+            compile_s = None
+            if name == "compile":
+                m, compile_s = compiled(args.eager, arg)
+            elif name == "original":
                 m = torch.jit.load(args.original).eval()
             elif name == "peer":
                 m = torch.jit.optimize_for_inference(
@@ -261,7 +272,8 @@ def child():
             torch.save(leaves(y), args.child_output)
             if name == "onnxruntime":
                 ort.close()
-            print(json.dumps({"rss_mib": rss, "peak_mib": peak}), flush=True)
+            extra = {"compile_s": compile_s} if name == "compile" else {}
+            print(json.dumps({"rss_mib": rss, "peak_mib": peak, **extra}), flush=True)
             return
         # At least --rounds calls and --min-seconds: 30 calls of a 2 ms model are 60 ms, where
         # one burst of another process on this machine moved a process's median by 20-30%.
@@ -347,11 +359,13 @@ def processes():
     same core as the interleaved runs (the children inherit this process's CPUs)."""
     pinned = pin_to_one_core()
     where = f", on CPU {pinned}" if pinned is not None else ""
-    names = ["original", "peer"] + (["onnxruntime"] if args.onnx else []) + ["ours"]
+    names = ["original", "peer"] + (["compile"] if args.eager else []) + \
+        (["onnxruntime"] if args.onnx else []) + ["ours"]
     base = [sys.executable, os.path.abspath(__file__), "--original", args.original, "--ours",
             args.ours, "--rounds", str(args.rounds), "--warmup", str(args.warmup), "--threads",
             str(args.threads), "--min-seconds", str(args.min_seconds)] + \
         (["--onnx", args.onnx] if args.onnx else []) + \
+        (["--eager", args.eager] if args.eager else []) + \
         (["--list"] if args.list else []) + \
         (["--shape", "x".join(map(str, args.shape))] if args.shape else [])
     runs = {n: [] for n in names}
@@ -388,7 +402,9 @@ def processes():
                      "rss_mib": median([r["rss_mib"] for r in runs[n]]),
                      "peak_mib": median([r["peak_mib"] for r in runs[n]]),
                      "vs_original": orig / median(p50s), "max_error": errors[n],
-                     "wrong": not errors[n] <= wrong_above()})
+                     "wrong": not errors[n] <= wrong_above(),
+                     **({"compile_s": median([r["compile_s"] for r in runs[n]])}
+                        if n == "compile" else {})})
     model = os.path.basename(args.original).removesuffix(".pt")
     print(f"{model}: {args.processes} fresh processes per contender, at least {args.rounds} calls "
           f"and {args.min_seconds:g} s each" +
@@ -401,7 +417,8 @@ def processes():
         print(f"  {r['name']:<12} {r['median_ms']:>8.3f} {rng:>15} {100 * r['spread']:>6.1f}% "
               f"{r['p90_ms']:>8.3f} {r['rss_mib']:>8.1f} {r['peak_mib']:>7.1f} "
               f"{r['vs_original']:>10.2f}x {r['max_error']:>10.1e}"
-              f"{'  WRONG' if r['wrong'] else ''}")
+              f"{'  WRONG' if r['wrong'] else ''}"
+              f"{'  (compiled in %.1f s)' % r['compile_s'] if 'compile_s' in r else ''}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.original, "threads": args.threads, "rounds": args.rounds,

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Script public models from Debian's python3-torchvision for the peer table (`make bench-peer`).
 
-Usage: /usr/bin/python3 bench/torchvision_models.py [--onnx] OUT_DIR BATCH [NAME ...]
+Usage: python bench/torchvision_models.py [--onnx] OUT_DIR BATCH [NAME ...]
 
 Each model is scripted in eval mode with random weights (seed 0; nothing is downloaded; weights
 torchvision starts at zero, such as ViT's head, drawn at random too, so that every contender's
@@ -14,8 +14,12 @@ and has no .onnx.
 import json
 import os
 import sys
+import warnings
 
 import torch
+
+# TorchScript is deprecated upstream (2.11 on) and still what these files are written as.
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)
 import torchvision
 
 # name -> input shape after the batch dimension
@@ -70,11 +74,14 @@ def main() -> int:
         torch.jit.save(scripted, tmp,
                        _extra_files={"xalloc/example_inputs.json": json.dumps(spec, sort_keys=True)})
         os.replace(tmp, path)
+        # The eager module too, for torch.compile (bench/python_peers.py --eager).
+        torch.save(model, path[:-3] + ".eager.pt")
         if onnx:
             onnx_path = os.path.join(out_dir, f"{name}-b{batch}.onnx")
             try:
                 torch.onnx.export(model, torch.randn([batch] + MODELS[name]), onnx_path + ".tmp",
-                                  opset_version=13, input_names=["x"], output_names=["y"])
+                                  opset_version=13, input_names=["x"], output_names=["y"],
+                                  dynamo=False)
                 os.replace(onnx_path + ".tmp", onnx_path)
             except Exception as e:  # the exporter's own failure: this model has no ONNX peer
                 print(f"torchvision_models.py: {name}: no ONNX export: "

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Script MinimalGPT with TorchScript and save it for xprof / xrewrite.
 
-Usage: /usr/bin/python3 samples/minigpt/script.py [--config CONFIG] [--weights W.pt] -o OUT.pt
+Usage: python samples/minigpt/script.py [--config CONFIG] [--weights W.pt] -o OUT.pt
 
 The saved module carries `xalloc/example_inputs.json` in its extra files, so `xprof` knows
 which inputs to feed it (shape, dtype, value range) without further flags.
@@ -10,8 +10,12 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import torch
+
+# TorchScript is deprecated upstream (2.11 on) and still what these files are written as.
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GPTConfig, MinimalGPT  # noqa: E402

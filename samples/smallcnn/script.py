@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Script SmallCNN (eval mode, seeded weights) and save it for xprof / xrewrite.
 
-Usage: /usr/bin/python3 samples/smallcnn/script.py -o OUT.pt [--batch N] [--size S]
+Usage: python samples/smallcnn/script.py -o OUT.pt [--batch N] [--size S]
 
 The saved module carries `xalloc/example_inputs.json` (one image batch, N x 3 x S x S), so xprof
 knows its inputs. It is saved unfrozen, as trained models are; `make rewrite` freezes it
@@ -11,8 +11,12 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import torch
+
+# TorchScript is deprecated upstream (2.11 on) and still what these files are written as.
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import SmallCNN  # noqa: E402

@@ -1,13 +1,17 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Script the test models (models.py) and save each as OUT_DIR/<name>.pt with its example inputs.
 
-Usage: /usr/bin/python3 samples/testmodels/script.py OUT_DIR
+Usage: python samples/testmodels/script.py OUT_DIR
 """
 import json
 import os
 import sys
+import warnings
 
 import torch
+
+# TorchScript is deprecated upstream (2.11 on) and still what these files are written as.
+warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import MODELS  # noqa: E402
