@@ -39,8 +39,11 @@ cp -r samples/minigpt_cpp "$p.patched/samples/"
 run patch -s -d "$p.patched" -p1 <"$p.diff"
 CXX=(g++)
 command -v ccache >/dev/null && CXX=(ccache g++)
-FLAGS=(-O2 -std=c++17 -isystem /usr/include/torch/csrc/api/include -D_GLIBCXX_USE_CXX11_ABI=1)
-LIBS=(-ltorch -ltorch_cpu -lc10)
+# Built as users build against the wheel's libtorch (C++20, its CXX11 ABI, torch_cpu and c10).
+torch_dir=$("${PYTHON:?set by make}" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+FLAGS=(-O2 -std=c++20 -isystem "$torch_dir/include" -isystem "$torch_dir/include/torch/csrc/api/include"
+       -D_GLIBCXX_USE_CXX11_ABI=1)
+LIBS=(-L"$torch_dir/lib" -Wl,-rpath,"$torch_dir/lib" -ltorch_cpu -lc10)
 echo "+ building the original and the patched sample" >&2
 "${CXX[@]}" "${FLAGS[@]}" samples/minigpt_cpp/main.cpp -o "$p.original" "${LIBS[@]}" &
 "${CXX[@]}" "${FLAGS[@]}" "$p.patched/samples/minigpt_cpp/main.cpp" -o "$p.rewritten" "${LIBS[@]}"
@@ -59,7 +62,7 @@ for ((i = 0; i < RUNS; i++)); do
     echo "$i $which $ms" >>"$p.times.txt"
   done
 done
-python3 - "$p.loss-original.txt" "$p.loss-rewritten.txt" "$p.times.txt" "$THREADS" <<'PY'
+"$PYTHON" - "$p.loss-original.txt" "$p.loss-rewritten.txt" "$p.times.txt" "$THREADS" <<'PY'
 import re, statistics, sys
 a, b = ([float(x) for x in re.findall(r"loss ([-0-9.e]+)", open(f).read())] for f in sys.argv[1:3])
 assert len(a) == len(b) > 0, "no losses printed"
