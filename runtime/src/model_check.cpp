@@ -1,7 +1,6 @@
 // modelTensorProblem: every tensor a loaded model holds fits what its file gave it.
 #include "xalloc/runtime/model_check.h"
 
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -101,6 +100,19 @@ constexpr const char* kScriptIt =
     "torch.jit.trace(model, example_inputs)";
 } // namespace
 
+namespace {
+// The digits right after `prefix` in `text`, or "".
+std::string numberAfter(const std::string& text, const std::string& prefix) {
+  const std::size_t at = text.find(prefix);
+  if (at == std::string::npos)
+    return "";
+  std::size_t end = at + prefix.size();
+  while (end < text.size() && text[end] >= '0' && text[end] <= '9')
+    ++end;
+  return text.substr(at + prefix.size(), end - at - prefix.size());
+}
+} // namespace
+
 std::string modelFileProblem(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& in) {
   unsigned char head[2] = {0, 0};
   const bool pickle =
@@ -119,14 +131,13 @@ std::string modelFileProblem(const std::shared_ptr<caffe2::serialize::ReadAdapte
   } catch (const std::exception& e) {
     // An archive of a newer file format than this libtorch reads (PyTorchStreamReader's check
     // of its `version` record): which versions, in one line, not "not a TorchScript model".
-    static const std::regex newer(
-        "file with version ([0-9]+), but the maximum supported version for reading is ([0-9]+)");
-    std::smatch m;
     const std::string what = e.what();
-    if (std::regex_search(what, m, newer))
+    const std::string version = numberAfter(what, "file with version ");
+    const std::string most = numberAfter(what, "maximum supported version for reading is ");
+    if (!version.empty() && !most.empty())
       return "written by a newer PyTorch than this one (torch " TORCH_VERSION
              "): its file format version is " +
-             m[1].str() + ", and this torch reads up to version " + m[2].str() +
+             version + ", and this torch reads up to version " + most +
              "; load it with the torch that saved it, or save it again with this one";
     // torch.save's legacy format is a pickle (protocol 2: 0x80 0x02) with no zip around it.
     if (pickle)
