@@ -5,10 +5,8 @@
 #include "blocked_ops.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <ATen/ATen.h>
-#include <ATen/OpaqueTensorImpl.h>
 #include <torch/library.h>
 
 #include "finite_scan.h"

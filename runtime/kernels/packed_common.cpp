@@ -122,7 +122,7 @@ namespace {
 // libtorch's oneDNN ops: each under the first of its names this torch registers (a rename to
 // onednn:: is under way upstream). Called boxed: their C++ signatures differ between releases,
 // their schemas do not.
-enum class Op { ReorderConv, ReorderLinear, Conv, ConvBinary, ConvBinaryInto, Linear, Count };
+enum class Op { ReorderConv, ReorderLinear, Conv, ConvBinaryInto, Linear, Count };
 struct OpName {
   const char* names[2];
   const char* overload;
@@ -131,7 +131,6 @@ constexpr OpName kOps[] = {
     {{"mkldnn::_reorder_convolution_weight", "onednn::_reorder_convolution_weight"}, ""},
     {{"mkldnn::_reorder_linear_weight", "onednn::_reorder_linear_weight"}, ""},
     {{"mkldnn::_convolution_pointwise", "onednn::_convolution_pointwise"}, ""},
-    {{"mkldnn::_convolution_pointwise", "onednn::_convolution_pointwise"}, "binary"},
     {{"mkldnn::_convolution_pointwise_", "onednn::_convolution_pointwise_"}, "binary"},
     {{"mkldnn::_linear_pointwise", "onednn::_linear_pointwise"}, ""},
 };
