@@ -386,13 +386,17 @@ try:
     raise SystemExit("MkldnnConstant took a stride of 0")
 except RuntimeError as e:
     assert "non-positive stride" in str(e), e
-# Loaded on meta and called: one line, not a segfault.
-m = xalloc.load("mobilenet_v3_small.opt.pt", map_location="meta")
+# Loaded on meta and called: one line, not a segfault. torch 2.x may refuse the load itself
+# (its constant pooling compares tensor constants, which meta cannot; a frozen original fails so
+# too): then that is the one line, naming the map_location.
 try:
+    m = xalloc.load("mobilenet_v3_small.opt.pt", map_location="meta")
     m(torch.randn(1, 3, 64, 64))
     raise SystemExit("a model loaded on meta ran")
 except RuntimeError as e:
     assert "map_location" in str(e) or "meta" in str(e), e
+    if "cannot be loaded with map_location" in str(e):
+        assert "\n" not in str(e), e
 PY
 
 # Text from a model file reaches the terminal escaped: an input named with an escape sequence,

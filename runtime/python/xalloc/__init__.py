@@ -149,4 +149,10 @@ def load(path, map_location=None):
     problem = _C.check_model_file(path)
     if problem:
         raise ValueError(f"{path}: {problem}")
-    return torch.jit.load(path, map_location=map_location)
+    try:
+        return torch.jit.load(path, map_location=map_location)
+    except NotImplementedError as e:
+        # torch 2.x pools a graph's tensor constants at load by comparing them (aten::equal),
+        # which has no meta kernel: no frozen model, rewritten or not, loads on "meta".
+        raise RuntimeError(f"{path}: cannot be loaded with map_location={map_location!r}: torch "
+                           f"{torch.__version__} says: {str(e).splitlines()[0]}") from None
