@@ -4,7 +4,8 @@
 # one 3x320x320 image, segmentation 1x3x320x320, video 1x3x8x112x112). For each: the default
 # pipeline as `make profile rewrite` runs it (xprof --freeze, timed: its first run, with an empty
 # timing database of its own), then each contender alone in PROCESSES fresh Python processes
-# (bench/python_peers.py --processes: the original, the TorchScript peer, ONNX Runtime where the
+# (bench/python_peers.py --processes: the original, the TorchScript peer, torch.compile with
+# Inductor's freezing (its compile time reported apart), ONNX Runtime where the
 # model exports, ours), one thread. Prints one table: medians, ours over each, errors.
 #
 #   MODELS="r3d_18 fcn_resnet50" PROCESSES=3 RUNS=20 make bench-families
@@ -57,26 +58,30 @@ done
 "$PY" - "${results[@]}" <<'PY'
 import json, math, os, sys
 print()
-print(f"{'model':<40} {'xprof s':>7} {'original':>9} {'peer':>8} {'ORT':>8} {'ours':>8} "
-      f"{'/orig':>6} {'/peer':>6} {'/ORT':>6}  errors (peer, ORT, ours)")
-geo = {"orig": [], "peer": [], "ort": []}
+print(f"{'model':<40} {'xprof s':>7} {'original':>9} {'peer':>8} {'compile':>8} {'ORT':>8} "
+      f"{'ours':>8} {'/orig':>6} {'/peer':>6} {'/comp':>6} {'/ORT':>6}  errors (peer, compile, "
+      "ORT, ours); compile s")
+keys = (("orig", "original", "the original"), ("peer", "peer", "the TorchScript peer"),
+        ("comp", "compile", "torch.compile"), ("ort", "onnxruntime", "ONNX Runtime"))
+geo = {k: [] for k, _, _ in keys}
 for d in sys.argv[1:]:
     p = json.load(open(os.path.join(d, "processes.json")))
     c = {r["name"]: r for r in p["contenders"]}
     secs = open(os.path.join(d, "xprof-seconds.txt")).read().split()[1]
-    ms = {k: c[k]["median_ms"] if k in c else None for k in ("original", "peer", "onnxruntime", "ours")}
-    def ratio(k):
-        return ms[k] / ms["ours"] if ms[k] else None
-    r = {"orig": ratio("original"), "peer": ratio("peer"), "ort": ratio("onnxruntime")}
+    ms = {n: c[n]["median_ms"] if n in c else None for _, n, _ in keys + (("", "ours", ""),)}
+    r = {k: ms[n] / ms["ours"] if ms[n] else None for k, n, _ in keys}
     for k, v in r.items():
         if v:
             geo[k].append(math.log(v))
     fmt = lambda v, w=8, f=".2f": f"{v:>{w}{f}}" if v else f"{'-':>{w}}"
-    errs = ", ".join(f"{c[k]['max_error']:.0e}" if k in c else "-" for k in ("peer", "onnxruntime", "ours"))
+    errs = ", ".join(f"{c[n]['max_error']:.0e}" if n in c else "-"
+                     for n in ("peer", "compile", "onnxruntime", "ours"))
+    compile_s = c.get("compile", {}).get("compile_s")
     print(f"{os.path.basename(d):<40} {secs:>7} {fmt(ms['original'], 9)} {fmt(ms['peer'])} "
-          f"{fmt(ms['onnxruntime'])} {fmt(ms['ours'])} {fmt(r['orig'], 5)}x {fmt(r['peer'], 5)}x "
-          f"{fmt(r['ort'], 5)}x  {errs}")
-for k, name in (("orig", "the original"), ("peer", "the TorchScript peer"), ("ort", "ONNX Runtime")):
+          f"{fmt(ms['compile'])} {fmt(ms['onnxruntime'])} {fmt(ms['ours'])} "
+          + " ".join(f"{fmt(r[k], 5)}x" for k, _, _ in keys)
+          + f"  {errs}; {f'{compile_s:.0f}' if compile_s else '-'}")
+for k, _, name in keys:
     if geo[k]:
         print(f"ours over {name}: {math.exp(sum(geo[k]) / len(geo[k])):.2f}x geometric mean "
               f"over {len(geo[k])} models")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The README's tables from `make bench-peer`'s output: one row per model and batch, the four
+"""The README's tables from `make bench-peer`'s output: one row per model and batch, the
 contenders in Python (p50 ms, p90, error against the original; WRONG beyond the tolerance),
-interleaved in one process and each alone in fresh processes, with ours over ONNX Runtime and
-over the TorchScript peer, and geometric means over the CNNs and over every row.
+interleaved in one process and each alone in fresh processes, with ours over ONNX Runtime, over
+the TorchScript peer and over torch.compile (fresh processes only; its compile time in its
+cell), and geometric means over the CNNs and over every row.
 
 Usage: python bench/peer_table.py DIR [DIR...]   (bench-peer's OUT folders, or the
        folders of single models in them)
@@ -23,7 +24,7 @@ NAMES = {
     "vit_b_16": "ViT-B/16", "minigpt": "MinimalGPT (sample)", "smallcnn": "SmallCNN (sample)",
 }
 TRANSFORMERS = {"swin_t", "vit_b_16", "minigpt"}
-CONTENDERS = ["original", "peer", "onnxruntime", "ours"]
+CONTENDERS = ["original", "peer", "compile", "onnxruntime", "ours"]
 
 
 def gm(values):
@@ -73,6 +74,8 @@ def cell(c, fresh=False):
         return "–"
     if fresh:
         text = f"{c['median_ms']:.2f}, {100 * c['spread']:.1f}%, {c['rss_mib']:.0f} MiB"
+        if c.get("compile_s") is not None:
+            text += f", compiled in {c['compile_s']:.0f} s"
     else:
         err = c["max_error"]
         text = f"{c['median_ms']:.2f} ({c['p90_ms']:.2f}) " + (f"{err:.0e}" if err else "0")
@@ -90,30 +93,33 @@ def fmt(x):
 def table(rows, key, title):
     print(title)
     print()
-    print("| model | batch | original | peer | ONNX Runtime | ours | ours / ORT | ours / peer |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    means = {"cnn_ort": [], "all_ort": [], "cnn_peer": [], "all_peer": [], "cnn_orig": [],
-             "all_orig": []}
+    print("| model | batch | original | peer | torch.compile | ONNX Runtime | ours | ours / ORT "
+          "| ours / peer | ours / compile |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    means = {f"{scope}_{k}": [] for scope in ("cnn", "all")
+             for k in ("ort", "peer", "orig", "compile")}
     for r in rows:
         c = r[key] if not isinstance(key, int) else r["threads"].get(key)
         if not c:
             continue
         ours = c.get("ours")
         vs_ort, vs_peer = ratio(ours, c.get("onnxruntime")), ratio(ours, c.get("peer"))
-        vs_orig = ratio(ours, c.get("original"))
+        vs_orig, vs_compile = ratio(ours, c.get("original")), ratio(ours, c.get("compile"))
         cnn = r["model"] not in TRANSFORMERS
-        for k, v in (("ort", vs_ort), ("peer", vs_peer), ("orig", vs_orig)):
+        for k, v in (("ort", vs_ort), ("peer", vs_peer), ("orig", vs_orig),
+                     ("compile", vs_compile)):
             means["all_" + k].append(v)
             if cnn:
                 means["cnn_" + k].append(v)
         print(f"| {NAMES.get(r['model'], r['model'])} | {r['batch']} | "
               + " | ".join(cell(c.get(n), key != "python") for n in CONTENDERS)
-              + f" | {fmt(vs_ort)} | {fmt(vs_peer)} |")
+              + f" | {fmt(vs_ort)} | {fmt(vs_peer)} | {fmt(vs_compile)} |")
     print()
     for scope, label in (("cnn", "CNNs"), ("all", "every row")):
         print(f"- geometric mean over {label}: ours {fmt(gm(means[scope + '_orig']))} the "
               f"original, {fmt(gm(means[scope + '_peer']))} the peer, "
-              f"{fmt(gm(means[scope + '_ort']))} ONNX Runtime")
+              f"{fmt(gm(means[scope + '_ort']))} ONNX Runtime, "
+              f"{fmt(gm(means[scope + '_compile']))} torch.compile")
     print()
 
 
