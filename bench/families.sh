@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
 ORT=1 # ONNX Runtime's Python package, in the project's environment
-echo "backend: $("$PY" -c 'import torch; print("torch", torch.__version__, "oneDNN", torch.backends.mkldnn.version() if hasattr(torch.backends.mkldnn, "version") else "?")'), threads $THREADS"
+echo "backend: $("$PY" -c 'import re, torch; m = re.search(r"(?:oneDNN|MKL-DNN) (v[0-9.]+)", torch.__config__.show()); print("torch", torch.__version__, "oneDNN", m.group(1) if m else "?")'), threads $THREADS"
 results=()
 # shellcheck disable=SC2086
 for model in $("$PY" "$HERE/family_models.py" --onnx "$OUT/models" $MODELS); do

@@ -37,7 +37,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export PATH="$BIN:$PATH"
 
-echo "backend: $("$PY" -c 'import torch; print("torch", torch.__version__, "oneDNN", torch.backends.mkldnn.version() if hasattr(torch.backends.mkldnn, "version") else "?")'), threads $THREADS"
+echo "backend: $("$PY" -c 'import re, torch; m = re.search(r"(?:oneDNN|MKL-DNN) (v[0-9.]+)", torch.__config__.show()); print("torch", torch.__version__, "oneDNN", m.group(1) if m else "?")'), threads $THREADS"
 ORT=1 # ONNX Runtime's Python package, in the project's environment
 results=()
 python_results=()
