@@ -291,11 +291,12 @@ def child():
                       "calls": len(ts), "rss_mib": rss, "peak_mib": peak}))
 
 
-def in_turns(names, base, work):
+def in_turns(names, base, work, failed):
     """--turns: every contender in `names` in --processes fresh processes, all alive together,
     each timed in turns of --turns seconds, the order of all of them rotating, until each has at
     least --rounds calls and --min-seconds of timing: a slow phase of the machine falls on every
-    contender alike. Returns each contender's processes' summaries and output files."""
+    contender alike. Returns each contender's processes' summaries and output files; a
+    torch.compile that fails is left out, with why in `failed`."""
     procs = []  # (name, process, output file)
     try:
         for k in range(args.processes):  # contenders interleaved: orig, peer, ..., orig, ...
@@ -321,8 +322,23 @@ def in_turns(names, base, work):
             p.stdin.write(json.dumps(cmd) + "\n")
             p.stdin.flush()
             return reply(name, p)
-        for n, p, _ in procs:
-            reply(n, p)  # loaded and warmed up
+        for n, p, out in list(procs):
+            try:
+                reply(n, p)  # loaded and warmed up
+            except SystemExit as e:
+                if n != "compile":
+                    raise
+                # torch.compile that fails on a model (a graph it cannot trace, a compiler
+                # error) is reported as such; the other contenders are still timed.
+                if n not in failed:
+                    failed[n] = str(e).split(": ", 3)[-1]
+                    print(f"python_peers.py: torch.compile failed in a fresh process: "
+                          f"{failed[n]}", file=sys.stderr)
+        for n, p, out in [x for x in procs if x[0] in failed]:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        procs[:] = [x for x in procs if x[0] not in failed]
         ts = [[] for _ in procs]
         timed = [0.0] * len(procs)
         turn = 0
@@ -338,8 +354,8 @@ def in_turns(names, base, work):
                 ts[k] += ms
                 timed[k] += sum(ms) / 1e3
             turn += 1
-        runs = {n: [] for n in names}
-        outputs = {n: [] for n in names}
+        runs = {n: [] for n in names if n not in failed}
+        outputs = {n: [] for n in names if n not in failed}
         for (n, p, out), t in zip(procs, ts):
             mem = ask(n, p, {"finish": True})
             t.sort()
@@ -369,11 +385,12 @@ def processes():
         (["--list"] if args.list else []) + \
         (["--shape", "x".join(map(str, args.shape))] if args.shape else [])
     runs = {n: [] for n in names}
-    errors = {}
+    errors, failed = {}, {}  # failed: a contender that could not run, and why
     with tempfile.TemporaryDirectory() as work:
         outputs = {}
         if args.turns > 0:
-            runs, outputs = in_turns(names, base, work)
+            runs, outputs = in_turns(names, base, work, failed)
+            names = [n for n in names if n not in failed]
         for k in range(args.processes if args.turns <= 0 else 0):
             order = names[k % len(names):] + names[:k % len(names)]
             for n in order:
@@ -419,12 +436,15 @@ def processes():
               f"{r['vs_original']:>10.2f}x {r['max_error']:>10.1e}"
               f"{'  WRONG' if r['wrong'] else ''}"
               f"{'  (compiled in %.1f s)' % r['compile_s'] if 'compile_s' in r else ''}")
+    for n, why in failed.items():
+        print(f"  {n:<12} failed: {why}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.original, "threads": args.threads, "rounds": args.rounds,
                        "min_seconds": args.min_seconds, "turns": args.turns,
                        "pinned_cpu": pinned,
-                       "processes": args.processes, "contenders": rows, "runs": runs}, f,
+                       "processes": args.processes, "contenders": rows, "runs": runs,
+                       "failed": failed}, f,
                       indent=1, sort_keys=True)
 
 
