@@ -40,8 +40,9 @@ std::string scopeLibrary() {
   return std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion + "|" + mathLibraries();
 }
 
-// Size and modification time of a file: a rebuilt xprof-core starts with no stored answers.
-std::string stamp(const std::string& path) {
+} // namespace
+
+std::string fileStamp(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return "?";
@@ -49,7 +50,11 @@ std::string stamp(const std::string& path) {
          std::to_string(st.st_mtim.tv_nsec);
 }
 
-} // namespace
+std::string runtimeBeside(const std::string& core) {
+  return (std::filesystem::path(core).parent_path() / ".." / "lib" / "libxalloc_runtime.so")
+      .lexically_normal()
+      .string();
+}
 
 Invocation inspect(const XprofOptions& o, const std::string& core) {
   Invocation inv;
@@ -99,7 +104,8 @@ Invocation inspect(const XprofOptions& o, const std::string& core) {
   const nlohmann::json k = {{"settings", settings},
                             {"files", files},
                             {"cwd", std::filesystem::current_path(ec).string()},
-                            {"core", stamp(core)}};
+                            {"core", fileStamp(core)},
+                            {"runtime", fileStamp(runtimeBeside(core))}};
   inv.key = "launch|" + sha256Hex(k.dump());
   inv.memoizable = true;
   return inv;

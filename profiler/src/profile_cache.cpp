@@ -16,7 +16,8 @@ void Profiler::openDb() {
                        "|caches=" + std::to_string(d.caches.l1d_bytes) + "," +
                        std::to_string(d.caches.l2_bytes) + "," + std::to_string(d.caches.l3_bytes);
   std::string library = std::string("torch ") + TORCH_VERSION + "|xalloc " + kVersion + "|method " +
-                        std::to_string(kMeasureMethod) + "|" + d.libraries;
+                        std::to_string(kMeasureMethod) + "|" + d.libraries + "|runtime " +
+                        launch::fileStamp(launch::runtimeBeside(selfDir() + "/xprof-core"));
   db_ = std::make_unique<TimingDb>(o_.db_path.empty() ? TimingDb::defaultPath() : o_.db_path,
                                    device, library);
   db_device_ = device;

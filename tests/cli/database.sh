@@ -45,6 +45,22 @@ a, b, c = (json.load(open(f)) for f in sys.argv[1:4])
 assert b["settings"]["reused_profile"] and a["records"] == b["records"]
 assert c["model"]["sha256"] != a["model"]["sha256"] and c["records"] != a["records"]
 PY
+# A rebuilt runtime library (the fast form's packed and blocked kernels, in every region's
+# timing) measures afresh: neither the launcher nor xprof-core answers from the old one's.
+mkdir -p "$WORK/tree/bin" "$WORK/tree/lib"
+cp "$(command -v xprof)" "$(command -v xprof-core)" "$WORK/tree/bin/"
+cp "$XALLOC_BIN/../lib/libxalloc_runtime.so" "$WORK/tree/lib/"
+RT=(env "LD_LIBRARY_PATH=$WORK/tree/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+"${RT[@]}" "$WORK/tree/bin/xprof" "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/rt1.json" -q
+"${RT[@]}" "$WORK/tree/bin/xprof" "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/rt2.json" -q
+touch -d "+1 second" "$WORK/tree/lib/libxalloc_runtime.so"
+"${RT[@]}" "$WORK/tree/bin/xprof" "$XALLOC_SAMPLES/mixer.pt" "${DBQ[@]}" -o "$WORK/rt3.json" -q
+python3 - "$WORK/rt2.json" "$WORK/rt3.json" <<'PY' || fail "a rebuilt runtime's profile came from the old one's"
+import json, sys
+a, b = (json.load(open(f))["settings"] for f in sys.argv[1:3])
+assert a["reused_profile"], a
+assert not b["reused_profile"] and b["db_misses"] > 0, b
+PY
 # Another BLAS is another machine for the consumers' timings and output bits: neither the
 # launcher nor xprof-core answers from measurements taken on the first (a copy of the same
 # library, found first through LD_LIBRARY_PATH, stands in for OpenBLAS).

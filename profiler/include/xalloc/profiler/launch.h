@@ -7,8 +7,9 @@
 // of every argument that names a file (the model, an input file; not the output nor the
 // database), the thread environment, and the scope: the CPU (name, cores, caches), libtorch's
 // and x-allocator's versions, the BLAS, LAPACK and oneDNN files the loader finds, and xprof-core's
-// own file (a rebuilt core starts afresh). The launcher passes the key to xprof-core in
-// XPROF_LAUNCH_KEY; xprof-core, when it has a finished profile in the database (the database on, no
+// own file and the runtime library's (a rebuilt core or runtime starts afresh). The launcher passes
+// the key to xprof-core in XPROF_LAUNCH_KEY; xprof-core, when it has a finished profile in the
+// database (the database on, no
 // --trace), stores under the key where that profile is. The launcher reads it from there and writes
 // it as xprof-core writes a reused profile, so the two answers are the same bytes, also after
 // xprof-core replaced the profile.
@@ -36,6 +37,12 @@ struct Invocation {
 /// What the launcher needs of a TorchScript profile's options, as parsed (cli.h); `core` is
 /// xprof-core's path. Not memoizable: --no-db, --trace (`xprof run` is never asked).
 Invocation inspect(const XprofOptions& o, const std::string& core);
+
+/// A file's size and modification time ("?" where there is none): a rebuilt file, a new scope.
+std::string fileStamp(const std::string& path);
+/// The runtime library xprof-core runs the fast form's ops with, beside it (bin/../lib): its
+/// packed and blocked kernels are in every region's timing, so a rebuilt one measures afresh.
+std::string runtimeBeside(const std::string& core);
 
 /// Where xprof-core's finished profile for an invocation is: its database scope and key, and
 /// the invocation's model and input file as written.
