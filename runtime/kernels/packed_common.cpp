@@ -268,6 +268,52 @@ at::Tensor linearPointwise(const at::Tensor& x, const at::Tensor& w,
       .toTensor();
 }
 
+void activateInPlace(at::Tensor& y, PostOp p) {
+  switch (kernelPostOp(p)) {
+  case PostOp::None:
+    return;
+  case PostOp::Relu:
+    at::relu_(y);
+    return;
+  case PostOp::Silu:
+    at::silu_(y);
+    return;
+  case PostOp::Hardswish:
+    at::hardswish_(y);
+    return;
+  case PostOp::Sigmoid:
+    at::sigmoid_(y);
+    return;
+  case PostOp::Gelu:
+    at::gelu_(y);
+    return;
+  case PostOp::Relu6:
+    at::hardtanh_(y, 0, 6);
+    return;
+  case PostOp::Hardsigmoid:
+    at::hardsigmoid_(y);
+    return;
+  case PostOp::Tanh:
+    at::tanh_(y);
+    return;
+  }
+}
+
+void gemmPointwise(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& w2d,
+                   const std::optional<at::Tensor>& bias, PostOp post) {
+  if (bias)
+    at::addmm_out(out2d, *bias, x2d, w2d.t());
+  else
+    at::mm_out(out2d, x2d, w2d.t());
+  activateInPlace(out2d, post);
+}
+
+bool linearGemmPays(double multiply_adds) {
+  // Measured at one thread on this VM (torch 2.14.1, AVX2): 64x256 by 256 rows of 256, 126 us
+  // through MKL against 185 through oneDNN's op; 49x384 by 1536, 1089 against 926.
+  return multiply_adds < 8e6;
+}
+
 PostOp kernelPostOp(PostOp p) {
   return p == PostOp::Silu && hasSiluPass() ? PostOp::None : p;
 }

@@ -1,6 +1,7 @@
 // xalloc::linear_packed: a frozen linear whose weight oneDNN packs once per number of rows (a
 // bounded LRU; row counts whose kernels read the same packed layout share one copy), with the
-// activation after it fused (packed.h): libtorch's own oneDNN (packed_onednn.h).
+// activation after it fused (packed.h): libtorch's own oneDNN (packed_onednn.h). A small one is
+// one GEMM of libtorch's BLAS on the dense weight, the activation in place after it.
 #include <string>
 #include <vector>
 
@@ -25,8 +26,8 @@ at::Tensor PackedLinear::reference(const at::Tensor& x) const {
 using namespace detail;
 
 struct PackedLinear::Prepared {
-  std::shared_ptr<PackedWeights> weights;
-  int threads = 1; // of the caller's, the ones its kernel runs on
+  std::shared_ptr<PackedWeights> weights; // none where the product is one GEMM (gemmPointwise)
+  int threads = 1;                        // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t rows) {
@@ -39,8 +40,11 @@ std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t
   auto p = std::make_shared<Prepared>();
   p->threads = packedThreads(static_cast<double>(rows) * static_cast<double>(weight.numel()),
                              at::get_num_threads());
-  const OmpThreads team(p->threads);
-  p->weights = sharedWeights(weights_mutex_, weights_, reorderLinearWeight(weight, rows));
+  const double work = static_cast<double>(rows) * static_cast<double>(weight.numel());
+  if (!linearGemmPays(work)) {
+    const OmpThreads team(p->threads);
+    p->weights = sharedWeights(weights_mutex_, weights_, reorderLinearWeight(weight, rows));
+  }
   return cache_.insert(key, std::move(p));
 }
 
@@ -65,7 +69,10 @@ at::Tensor PackedLinear::run(const at::Tensor& x_in) {
   std::vector<std::int64_t> sizes = x.sizes().vec();
   sizes.back() = outs;
   at::Tensor out;
-  {
+  if (!p->weights) {
+    out = at::empty({rows, outs}, x.options());
+    gemmPointwise(out, x.reshape({rows, in}), weight, bias, post);
+  } else {
     const OmpThreads team(p->threads);
     out = linearPointwise(x.reshape({rows, in}), p->weights->packed, bias, post);
   }

@@ -50,6 +50,19 @@ void convPointwiseAddInto(at::Tensor& out, const at::Tensor& x, const at::Tensor
 at::Tensor linearPointwise(const at::Tensor& x, const at::Tensor& w,
                            const std::optional<at::Tensor>& bias, PostOp post);
 
+/// out2d = kernelPostOp(post)(x2d w2d^T + bias) as one GEMM of the BLAS libtorch runs on (MKL
+/// in the wheel), the activation in place after it: for the products where libtorch's oneDNN op
+/// costs more than the product, since it makes its primitive descriptor again at every call
+/// (60-70 us on this VM, where the kernel of a small convolution runs 4-12). x2d, w2d and out2d
+/// row-major; finishPostOp does the rest, as after the oneDNN ops.
+void gemmPointwise(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& w2d,
+                   const std::optional<at::Tensor>& bias, PostOp post);
+/// Whether a linear of `multiply_adds` runs as gemmPointwise rather than oneDNN's inner product
+/// with a packed weight (below ~8M; above, oneDNN's kernel is as fast or faster).
+bool linearGemmPays(double multiply_adds);
+/// kernelPostOp(p) applied in place with ATen's in-place op.
+void activateInPlace(at::Tensor& y, PostOp p);
+
 /// The activation oneDNN's kernel applies for `p`: `p`, but none for SiLU where this CPU runs
 /// the faster pass (silu_pass.h), which finishPostOp then applies.
 PostOp kernelPostOp(PostOp p);

@@ -140,6 +140,8 @@ struct PackedConv : torch::CustomClassHolder {
   std::size_t packedWeights() const;
   /// 2 or 3: the convolution's spatial dimensions (the weight's, less out and in).
   std::int64_t spatialDims() const;
+  /// A 1x1 (1x1x1) convolution of stride 1, no padding and one group: one GEMM per call.
+  bool pointwise() const;
   /// Refuses a call through the op of the other rank (xalloc::conv2d_packed on a 3-D one).
   void checkCalledAs(std::int64_t dims, bool add) const;
 
