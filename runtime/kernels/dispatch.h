@@ -27,6 +27,16 @@ struct PairInterleave {
   std::int64_t a_stride, b_stride, out_stride, pairs;
 };
 
+/// A depthwise 2-D convolution of channels-last floats, one filter per channel
+/// (depthwise_nhwc.cpp): input n x h x w x c, output n x oh x ow x c, weights kh x kw x c.
+struct Depthwise2d {
+  std::int64_t h, w, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+  const float* in;
+  const float* weight;
+  const float* bias; // c of them, or null
+  float* out;
+};
+
 /// The instruction sets the kernels have variants for, lowest first.
 enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512f = 2 };
 

@@ -13,6 +13,7 @@
 #include <ATen/Parallel.h>
 
 #include "channels_last.h"
+#include "depthwise_nhwc.h"
 #include "finite_scan.h"
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
@@ -81,6 +82,10 @@ std::int64_t PackedConv::spatialDims() const {
   return weight.dim() - 2;
 }
 
+bool PackedConv::depthwise() const {
+  return spatialDims() == 2 && groups > 1 && groups == weight.size(0) && weight.size(1) == 1;
+}
+
 bool PackedConv::pointwise() const {
   bool one = groups == 1;
   for (std::int64_t d = 0; d < spatialDims(); ++d)
@@ -123,6 +128,8 @@ struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
   std::shared_ptr<PackedWeights> weights; // none for a pointwise one (gemm)
   at::Tensor gemm_weight; // a 1x1 convolution of stride 1: its weight as [out, in], one GEMM
+  at::Tensor dw_weight;   // a depthwise one: its weight as [kh * kw, channels] (depthwise_nhwc)
+  at::Tensor dw_bias;     // and its bias, contiguous (none without one)
   int threads = 1;        // of the caller's, the ones its kernel runs on
 };
 
@@ -146,6 +153,14 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     // Measured at one thread (torch 2.14.1, AVX2): MobileNetV3's 16->72 at 28x28, 80 against
     // 144 us; ResNet-50's 64->256 at 56x56, 1.66 against 3.16 ms (256->64: 1.89 against 1.75).
     p->gemm_weight = weight.reshape({weight.size(0), weight.size(1)}).contiguous();
+    return cache_.insert(std::move(key), std::move(p));
+  }
+  if (depthwise() && cpuKernels().depthwiseRows) {
+    // One filter per channel: the runtime's kernel (depthwise_nhwc.cpp), 10-40 us where
+    // libtorch's op takes 70-150 for MobileNetV3-Small's.
+    p->dw_weight = weight.reshape({weight.size(0), -1}).t().contiguous();
+    if (bias)
+      p->dw_bias = bias->contiguous();
     return cache_.insert(std::move(key), std::move(p));
   }
   const OmpThreads team(p->threads);
@@ -242,12 +257,36 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
       return referenceAdd(x_in, *r_in);
     sum_bound += r_max;
   }
-  if (p->gemm_weight.defined()) {
+  if (p->gemm_weight.defined() || p->dw_weight.defined()) {
     // x and the output channels-last: [pixels, channels] row-major, viewed in place.
     at::Tensor y = at::empty(p->output_sizes, x.options().memory_format(cl));
-    at::Tensor y2d = y.movedim(1, -1).view({-1, y.size(1)});
-    gemmPointwise(y2d, x.movedim(1, -1).reshape({-1, x.size(1)}), p->gemm_weight, bias,
-                  r_in ? PostOp::None : post);
+    if (p->gemm_weight.defined()) {
+      at::Tensor y2d = y.movedim(1, -1).view({-1, y.size(1)});
+      gemmPointwise(y2d, x.movedim(1, -1).reshape({-1, x.size(1)}), p->gemm_weight, bias,
+                    r_in ? PostOp::None : post);
+    } else {
+      const at::Tensor xc = x.movedim(1, -1).contiguous(); // a view of x where it is NHWC
+      const Depthwise2d d{.h = x.size(2),
+                          .w = x.size(3),
+                          .c = x.size(1),
+                          .kh = weight.size(2),
+                          .kw = weight.size(3),
+                          .sh = stride[0],
+                          .sw = stride[1],
+                          .ph = padding[0],
+                          .pw = padding[1],
+                          .dh = dilation[0],
+                          .dw = dilation[1],
+                          .oh = p->output_sizes[2],
+                          .ow = p->output_sizes[3],
+                          .in = xc.data_ptr<float>(),
+                          .weight = p->dw_weight.data_ptr<float>(),
+                          .bias = p->dw_bias.defined() ? p->dw_bias.data_ptr<float>() : nullptr,
+                          .out = y.data_ptr<float>()};
+      depthwiseNhwc(d, x.size(0), p->threads);
+      if (!r_in)
+        activateInPlace(y, post);
+    }
     if (r_in) {
       out.add_(y); // conv(x) + r as ATen's add rounds it, then the activation
       activateInPlace(out, post);
