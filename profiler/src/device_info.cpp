@@ -24,10 +24,13 @@ formats::DeviceInfo describeCpu(bool measure_bandwidth) {
   d.type = "cpu";
   d.name = cpuName();
   d.threads = at::get_num_threads();
+  // The math libraries first: finding them loads a BLAS the wheel's libtorch does not (it
+  // runs on MKL inside libtorch_cpu), and its thread count is then the same at every profile
+  // of the process (the first read 0, the next ones OpenBLAS's count: another scope).
+  d.libraries = mathLibraries();
   d.blas_threads = blasThreads();
   d.cores = availableCpus();
   d.caches = cpuCaches();
-  d.libraries = mathLibraries();
   if (measure_bandwidth)
     d.copy_bandwidth_gbps = std::round(measureCopyBandwidthGbps() * 1000) / 1000;
   return d;
