@@ -77,12 +77,16 @@ for d in sys.argv[1:]:
     errs = ", ".join(f"{c[n]['max_error']:.0e}" if n in c else "-"
                      for n in ("peer", "compile", "onnxruntime", "ours"))
     compile_s = c.get("compile", {}).get("compile_s")
+    comp = f"{'failed':>8}" if p.get("failed", {}).get("compile") else fmt(ms["compile"])
     print(f"{os.path.basename(d):<40} {secs:>7} {fmt(ms['original'], 9)} {fmt(ms['peer'])} "
-          f"{fmt(ms['compile'])} {fmt(ms['onnxruntime'])} {fmt(ms['ours'])} "
+          f"{comp} {fmt(ms['onnxruntime'])} {fmt(ms['ours'])} "
           + " ".join(f"{fmt(r[k], 5)}x" for k, _, _ in keys)
           + f"  {errs}; {f'{compile_s:.0f}' if compile_s else '-'}")
 for k, _, name in keys:
     if geo[k]:
         print(f"ours over {name}: {math.exp(sum(geo[k]) / len(geo[k])):.2f}x geometric mean "
               f"over {len(geo[k])} models")
+for d in sys.argv[1:]:
+    for n, why in json.load(open(os.path.join(d, "processes.json"))).get("failed", {}).items():
+        print(f"{os.path.basename(d)}: {n} failed: {why}")
 PY

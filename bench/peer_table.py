@@ -33,10 +33,15 @@ def gm(values):
 
 
 def contenders(path):
-    """The contenders of one of python_peers.py's JSON files by name; {} when there is none."""
+    """The contenders of one of python_peers.py's JSON files by name ({"failed": why} for one
+    that could not run); {} when there is none."""
     if not os.path.isfile(path):
         return {}
-    return {c["name"]: c for c in json.load(open(path))["contenders"]}
+    doc = json.load(open(path))
+    found = {c["name"]: c for c in doc["contenders"]}
+    for name, why in doc.get("failed", {}).items():
+        found[name] = {"failed": why}
+    return found
 
 
 def rows_of(out_dirs):
@@ -72,6 +77,8 @@ def rows_of(out_dirs):
 def cell(c, fresh=False):
     if not c:
         return "–"
+    if "failed" in c:
+        return "failed"
     if fresh:
         text = f"{c['median_ms']:.2f}, {100 * c['spread']:.1f}%, {c['rss_mib']:.0f} MiB"
         if c.get("compile_s") is not None:
@@ -83,7 +90,7 @@ def cell(c, fresh=False):
 
 
 def ratio(a, b):
-    return b["median_ms"] / a["median_ms"] if a and b else None
+    return b["median_ms"] / a["median_ms"] if a and b and "failed" not in b else None
 
 
 def fmt(x):

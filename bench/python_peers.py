@@ -29,6 +29,7 @@ a contender is marked WRONG.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -291,6 +292,16 @@ def child():
                       "calls": len(ts), "rss_mib": rss, "peak_mib": peak}))
 
 
+def why(stderr):
+    """The line of a child's stderr that says why it failed: its exception (torch.compile ends
+    with advice after it), else the last line."""
+    lines = stderr.strip().splitlines() or ["?"]
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Unsupported|Failure)\b", line):
+            return line
+    return lines[-1]
+
+
 def in_turns(names, base, work, failed):
     """--turns: every contender in `names` in --processes fresh processes, all alive together,
     each timed in turns of --turns seconds, the order of all of them rotating, until each has at
@@ -315,7 +326,7 @@ def in_turns(names, base, work, failed):
                 p.wait()
                 p.err.seek(0)
                 raise SystemExit(f"python_peers.py: error: {name} in a fresh process: "
-                                 f"{(p.err.read().strip().splitlines() or ['?'])[-1]}")
+                                 f"{why(p.err.read())}")
             return json.loads(line)
 
         def ask(name, p, cmd):
