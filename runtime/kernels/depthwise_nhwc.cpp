@@ -164,15 +164,12 @@ __attribute__((target("avx2,fma"))) void depthwiseRowsAvx2(const Depthwise2d& p,
 }
 #endif
 
-bool depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads) {
-  const auto kernel = cpuKernels().depthwiseRows;
-  if (!kernel)
-    return false;
+void depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads) {
+  const auto kernel = cpuKernels().depthwiseRows; // never null: every CPU has the baseline
   const std::int64_t rows = batch * p.oh;
   const std::int64_t tasks = std::max(1, threads);
   at::parallel_for(0, rows, (rows + tasks - 1) / tasks,
                    [&](std::int64_t begin, std::int64_t end) { kernel(p, begin, end); });
-  return true;
 }
 
 } // namespace xalloc::runtime

@@ -9,8 +9,7 @@
 namespace xalloc::runtime {
 
 /// p.out = conv(p.in) + p.bias over `batch` images, its rows shared among at most `threads` of
-/// the caller's intra-op threads. False (nothing written) where this CPU has no variant of the
-/// kernel.
-bool depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads);
+/// the caller's intra-op threads (the best variant this CPU runs; the baseline everywhere).
+void depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads);
 
 } // namespace xalloc::runtime

@@ -126,7 +126,7 @@ using namespace detail;
 
 struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
-  std::shared_ptr<PackedWeights> weights; // none for a pointwise one (gemm)
+  std::shared_ptr<PackedWeights> weights; // none for a pointwise or depthwise one
   at::Tensor gemm_weight; // a 1x1 convolution of stride 1: its weight as [out, in], one GEMM
   at::Tensor dw_weight;   // a depthwise one: its weight as [kh * kw, channels] (depthwise_nhwc)
   at::Tensor dw_bias;     // and its bias, contiguous (none without one)
@@ -155,7 +155,7 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     p->gemm_weight = weight.reshape({weight.size(0), weight.size(1)}).contiguous();
     return cache_.insert(std::move(key), std::move(p));
   }
-  if (depthwise() && cpuKernels().depthwiseRows) {
+  if (depthwise()) {
     // One filter per channel: the runtime's kernel (depthwise_nhwc.cpp), 10-40 us where
     // libtorch's op takes 70-150 for MobileNetV3-Small's.
     p->dw_weight = weight.reshape({weight.size(0), -1}).t().contiguous();
@@ -263,7 +263,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     if (p->gemm_weight.defined()) {
       at::Tensor y2d = y.movedim(1, -1).view({-1, y.size(1)});
       gemmPointwise(y2d, x.movedim(1, -1).reshape({-1, x.size(1)}), p->gemm_weight, bias,
-                    r_in ? PostOp::None : post);
+                    PostOp::None);
     } else {
       const at::Tensor xc = x.movedim(1, -1).contiguous(); // a view of x where it is NHWC
       const Depthwise2d d{.h = x.size(2),
@@ -284,15 +284,12 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
                           .bias = p->dw_bias.defined() ? p->dw_bias.data_ptr<float>() : nullptr,
                           .out = y.data_ptr<float>()};
       depthwiseNhwc(d, x.size(0), p->threads);
-      if (!r_in)
-        activateInPlace(y, post);
     }
-    if (r_in) {
-      out.add_(y); // conv(x) + r as ATen's add rounds it, then the activation
-      activateInPlace(out, post);
-    } else {
+    if (r_in)
+      out.add_(y); // conv(x) + r as ATen's add rounds it
+    else
       out = std::move(y);
-    }
+    activateInPlace(out, post);
   } else {
     const OmpThreads team(p->threads);
     if (r_in)

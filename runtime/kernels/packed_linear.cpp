@@ -38,9 +38,8 @@ std::shared_ptr<const PackedLinear::Prepared> PackedLinear::prepare(std::int64_t
   if (!cache_.admits(key))
     return nullptr; // rarer than the row counts prepared: ATen's op this time
   auto p = std::make_shared<Prepared>();
-  p->threads = packedThreads(static_cast<double>(rows) * static_cast<double>(weight.numel()),
-                             at::get_num_threads());
   const double work = static_cast<double>(rows) * static_cast<double>(weight.numel());
+  p->threads = packedThreads(work, at::get_num_threads());
   if (!linearGemmPays(work)) {
     const OmpThreads team(p->threads);
     p->weights = sharedWeights(weights_mutex_, weights_, reorderLinearWeight(weight, rows));

@@ -9,10 +9,9 @@
 // and x-allocator's versions, the BLAS, LAPACK and oneDNN files the loader finds, and xprof-core's
 // own file and the runtime library's (a rebuilt core or runtime starts afresh). The launcher passes
 // the key to xprof-core in XPROF_LAUNCH_KEY; xprof-core, when it has a finished profile in the
-// database (the database on, no
-// --trace), stores under the key where that profile is. The launcher reads it from there and writes
-// it as xprof-core writes a reused profile, so the two answers are the same bytes, also after
-// xprof-core replaced the profile.
+// database (the database on, no --trace), stores under the key where that profile is. The
+// launcher reads it from there and writes it as xprof-core writes a reused profile, so the two
+// answers are the same bytes, also after xprof-core replaced the profile.
 #pragma once
 
 #include <optional>

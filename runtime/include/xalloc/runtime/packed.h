@@ -143,7 +143,7 @@ struct PackedConv : torch::CustomClassHolder {
   /// A 1x1 (1x1x1) convolution of stride 1, no padding and one group: one GEMM per call.
   bool pointwise() const;
   /// A 2-D convolution with one filter per channel (groups = in = out channels): the
-  /// runtime's own kernel where the CPU has one (depthwise_nhwc.h).
+  /// runtime's own kernel (depthwise_nhwc.h).
   bool depthwise() const;
   /// Refuses a call through the op of the other rank (xalloc::conv2d_packed on a 3-D one).
   void checkCalledAs(std::int64_t dims, bool add) const;
