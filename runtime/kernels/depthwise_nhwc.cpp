@@ -8,6 +8,8 @@
 // arithmetic carries them.
 #include "depthwise_nhwc.h"
 
+#include "epilogue.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -168,8 +170,19 @@ void depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads) {
   const auto kernel = cpuKernels().depthwiseRows; // never null: every CPU has the baseline
   const std::int64_t rows = batch * p.oh;
   const std::int64_t tasks = std::max(1, threads);
-  at::parallel_for(0, rows, (rows + tasks - 1) / tasks,
-                   [&](std::int64_t begin, std::int64_t end) { kernel(p, begin, end); });
+  // The activation over each ~64 KiB of output rows just written, while they are in cache.
+  const std::int64_t row_floats = p.ow * p.c;
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(row_floats, 1));
+  at::parallel_for(0, rows, (rows + tasks - 1) / tasks, [&](std::int64_t begin, std::int64_t end) {
+    if (p.act == Activation::None)
+      return kernel(p, begin, end);
+    for (std::int64_t r = begin; r < end; r += chunk) {
+      const std::int64_t e = std::min(end, r + chunk);
+      kernel(p, r, e);
+      biasActivate(p.out + r * row_floats, 1, (e - r) * row_floats, 0, nullptr, p.act);
+    }
+  });
 }
 
 } // namespace xalloc::runtime

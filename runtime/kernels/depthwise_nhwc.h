@@ -8,8 +8,8 @@
 
 namespace xalloc::runtime {
 
-/// p.out = conv(p.in) + p.bias over `batch` images, its rows shared among at most `threads` of
-/// the caller's intra-op threads (the best variant this CPU runs; the baseline everywhere).
+/// p.out = p.act(conv(p.in) + p.bias) over `batch` images, its rows shared among at most `threads`
+/// of the caller's intra-op threads (the best variant this CPU runs; the baseline everywhere).
 void depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads);
 
 } // namespace xalloc::runtime

@@ -27,6 +27,9 @@ struct PairInterleave {
   std::int64_t a_stride, b_stride, out_stride, pairs;
 };
 
+/// An activation the epilogue applies in place (epilogue.h): ATen's formula for each.
+enum class Activation : int { None, Relu, Silu, Hardswish, Sigmoid, Relu6, Hardsigmoid };
+
 /// A depthwise 2-D convolution of channels-last floats, one filter per channel
 /// (depthwise_nhwc.cpp): input n x h x w x c, output n x oh x ow x c, weights kh x kw x c.
 struct Depthwise2d {
@@ -35,6 +38,7 @@ struct Depthwise2d {
   const float* weight;
   const float* bias; // c of them, or null
   float* out;
+  Activation act = Activation::None; // applied to each block of output rows as it is written
 };
 
 /// The instruction sets the kernels have variants for, lowest first.

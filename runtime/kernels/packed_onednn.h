@@ -30,7 +30,7 @@ namespace detail {
 /// libtorch's oneDNN ops, by the names this torch registers them under (one table,
 /// packed_common.cpp): true when all are there.
 bool onednnOpsAvailable();
-/// A dense weight packed for a 2-D convolution of inputs of `input_sizes`.
+/// A dense weight packed for a 2-D or 3-D convolution of inputs of `input_sizes`.
 at::Tensor reorderConvWeight(const at::Tensor& w, at::IntArrayRef padding, at::IntArrayRef stride,
                              at::IntArrayRef dilation, std::int64_t groups,
                              at::IntArrayRef input_sizes);

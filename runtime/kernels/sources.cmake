@@ -8,6 +8,7 @@ set(XALLOC_KERNEL_SOURCES
   silu_pass.cpp
   pool_nhwc.cpp
   depthwise_nhwc.cpp
+  epilogue.cpp
   channel_shuffle.cpp
   squeeze_excite.cpp
   blocked_ops.cpp

@@ -35,11 +35,12 @@ c10::intrusive_ptr<PackedConv> depthwiseConv(const Case& c, bool bias, const std
       std::vector<std::int64_t>{c.dilation, c.dilation}, c.channels, post_op);
 }
 
-const Case kCases[] = {{16, 3, 1, 1, 1, 56, "relu"},      {16, 3, 2, 1, 1, 57, "hardswish"},
-                       {96, 5, 1, 2, 1, 7, "hardswish"},  {72, 5, 2, 2, 1, 28, "relu"},
-                       {13, 3, 1, 1, 1, 9, "none"},       {40, 3, 1, 2, 2, 12, "relu6"},
-                       {8, 3, 1, 0, 1, 3, "sigmoid"},     {200, 7, 1, 3, 1, 14, "none"},
-                       {33, 3, 2, 0, 1, 4, "hardsigmoid"}};
+const Case kCases[] = {{16, 3, 1, 1, 1, 56, "relu"},       {16, 3, 2, 1, 1, 57, "hardswish"},
+                       {96, 5, 1, 2, 1, 7, "hardswish"},   {72, 5, 2, 2, 1, 28, "relu"},
+                       {13, 3, 1, 1, 1, 9, "none"},        {40, 3, 1, 2, 2, 12, "relu6"},
+                       {8, 3, 1, 0, 1, 3, "sigmoid"},      {200, 7, 1, 3, 1, 14, "none"},
+                       {33, 3, 2, 0, 1, 4, "hardsigmoid"}, {24, 3, 1, 1, 1, 30, "silu"},
+                       {20, 5, 2, 2, 1, 33, "gelu"}};
 
 } // namespace
 
