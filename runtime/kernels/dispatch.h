@@ -41,6 +41,18 @@ struct Depthwise2d {
   Activation act = Activation::None; // applied to each block of output rows as it is written
 };
 
+/// A grouped 2-D convolution of channels-last floats (grouped_nhwc.cpp): input n x h x w x
+/// (groups * ci), output n x oh x ow x (groups * co), co a multiple of 8, the weight in
+/// groupedNhwcWeight's layout.
+struct Grouped2d {
+  std::int64_t h, w, groups, ci, co, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+  const float* in;
+  const float* weight;
+  const float* bias; // groups * co of them, or null
+  float* out;
+  Activation act = Activation::None;
+};
+
 /// The instruction sets the kernels have variants for, lowest first.
 enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512f = 2 };
 

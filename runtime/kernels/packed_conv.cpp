@@ -16,6 +16,7 @@
 #include "depthwise_nhwc.h"
 #include "epilogue.h"
 #include "finite_scan.h"
+#include "grouped_nhwc.h"
 #include "packed_checks.h"
 #include "xalloc/runtime/packed.h"
 
@@ -128,10 +129,11 @@ using namespace detail;
 struct PackedConv::Prepared {
   std::vector<std::int64_t> output_sizes;
   std::shared_ptr<PackedWeights> weights; // none for a pointwise or depthwise one
-  at::Tensor gemm_weight; // a 1x1 convolution of stride 1: its weight as [out, in], one GEMM
-  at::Tensor dw_weight;   // a depthwise one: its weight as [kh * kw, channels] (depthwise_nhwc)
-  at::Tensor dw_bias;     // and its bias, contiguous (none without one)
-  int threads = 1;        // of the caller's, the ones its kernel runs on
+  at::Tensor gemm_weight;    // a 1x1 convolution of stride 1: its weight as [out, in], one GEMM
+  at::Tensor dw_weight;      // a depthwise one: its weight as [kh * kw, channels] (depthwise_nhwc)
+  at::Tensor dw_bias;        // and its bias, contiguous (none without one); a grouped one's too
+  at::Tensor grouped_weight; // a grouped one of 8k outputs a group: groupedNhwcWeight's layout
+  int threads = 1;           // of the caller's, the ones its kernel runs on
 };
 
 std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor& x) {
@@ -160,6 +162,14 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     // One filter per channel: the runtime's kernel (depthwise_nhwc.cpp), 10-40 us where
     // libtorch's op takes 70-150 for MobileNetV3-Small's.
     p->dw_weight = weight.reshape({weight.size(0), -1}).t().contiguous();
+    if (bias)
+      p->dw_bias = bias->contiguous();
+    return cache_.insert(std::move(key), std::move(p));
+  }
+  if (spatialDims() == 2 && groupedNhwcTakes(groups, weight.size(1), weight.size(0) / groups)) {
+    // Groups of eight output channels or more: the runtime's kernel (grouped_nhwc.cpp).
+    // RegNetY-400MF's 3x3s of eight channels a group, 0.2-0.5 ms in libtorch's op at one thread.
+    p->grouped_weight = groupedNhwcWeight(weight, groups);
     if (bias)
       p->dw_bias = bias->contiguous();
     return cache_.insert(std::move(key), std::move(p));
@@ -257,7 +267,7 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
       return referenceAdd(x_in, *r_in);
     sum_bound += r_max;
   }
-  if (p->gemm_weight.defined() || p->dw_weight.defined()) {
+  if (p->gemm_weight.defined() || p->dw_weight.defined() || p->grouped_weight.defined()) {
     // x and the output channels-last: [pixels, channels] row-major, viewed in place. Without a
     // residual the kernel's epilogue applies the activation as it writes each block of rows.
     const PostOp fused = r_in ? PostOp::None : post;
@@ -266,6 +276,31 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     if (p->gemm_weight.defined()) {
       at::Tensor y2d = y.movedim(1, -1).view({-1, y.size(1)});
       gemmPointwise(y2d, x.movedim(1, -1).reshape({-1, x.size(1)}), p->gemm_weight, bias, fused);
+    } else if (p->grouped_weight.defined()) {
+      const auto act = epilogueActivation(kernelPostOp(fused));
+      activated = act.has_value();
+      const at::Tensor xc = x.movedim(1, -1).contiguous(); // a view of x where it is NHWC
+      const Grouped2d g{.h = x.size(2),
+                        .w = x.size(3),
+                        .groups = groups,
+                        .ci = weight.size(1),
+                        .co = weight.size(0) / groups,
+                        .kh = weight.size(2),
+                        .kw = weight.size(3),
+                        .sh = stride[0],
+                        .sw = stride[1],
+                        .ph = padding[0],
+                        .pw = padding[1],
+                        .dh = dilation[0],
+                        .dw = dilation[1],
+                        .oh = p->output_sizes[2],
+                        .ow = p->output_sizes[3],
+                        .in = xc.data_ptr<float>(),
+                        .weight = p->grouped_weight.data_ptr<float>(),
+                        .bias = p->dw_bias.defined() ? p->dw_bias.data_ptr<float>() : nullptr,
+                        .out = y.data_ptr<float>(),
+                        .act = act.value_or(Activation::None)};
+      groupedNhwc(g, x.size(0), p->threads);
     } else {
       const auto act = epilogueActivation(kernelPostOp(fused));
       activated = act.has_value();

@@ -9,6 +9,7 @@ set(XALLOC_KERNEL_SOURCES
   pool_nhwc.cpp
   depthwise_nhwc.cpp
   epilogue.cpp
+  grouped_nhwc.cpp
   channel_shuffle.cpp
   squeeze_excite.cpp
   blocked_ops.cpp
@@ -22,4 +23,4 @@ set(XALLOC_KERNEL_SOURCES
 # scalar): the finite scans' integer max/or reductions, the pooling, SiLU, shuffle and
 # squeeze-and-excitation loops.
 set(XALLOC_KERNEL_O3_SOURCES finite_scan.cpp pool_nhwc.cpp silu_pass.cpp channel_shuffle.cpp
-                             squeeze_excite.cpp depthwise_nhwc.cpp)
+                             squeeze_excite.cpp depthwise_nhwc.cpp grouped_nhwc.cpp)
