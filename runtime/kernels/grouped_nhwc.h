@@ -1,6 +1,7 @@
 // Grouped 2-D convolutions of channels-last floats whose groups have a multiple of eight output
-// channels (RegNet's and ResNeXt's 3x3s, group widths 8 to 64), bias added and the activation
-// applied (grouped_nhwc.cpp): what the packed convolutions run for them.
+// channels (RegNet's 3x3s, group widths 8 to 64), and first convolutions of three or four input
+// channels, bias added and the activation applied (grouped_nhwc.cpp): what the packed
+// convolutions run for them.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,8 @@
 namespace xalloc::runtime {
 
 /// Whether the kernel takes a convolution of `groups` groups of `in_per_group` input and
-/// `out_per_group` output channels (more than one group, not depthwise, 8 | out_per_group).
+/// `out_per_group` output channels: 8 | out_per_group, and more than one group or at most four
+/// inputs (a first convolution of RGB pixels).
 bool groupedNhwcTakes(std::int64_t groups, std::int64_t in_per_group, std::int64_t out_per_group);
 
 /// A dense [out, in / groups, kh, kw] weight in the kernel's layout: for each group, each block

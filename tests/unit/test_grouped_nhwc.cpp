@@ -37,7 +37,8 @@ c10::intrusive_ptr<PackedConv> groupedConv(const Case& c, bool bias, const std::
       std::vector<std::int64_t>{c.dilation, c.dilation}, c.groups, post_op);
 }
 
-// RegNetY-400MF's (8 a group), wider and uneven groups, 1x1 and 5x5, strides and dilations.
+// RegNetY-400MF's (8 a group), wider and uneven groups, 1x1 and 5x5, strides and dilations,
+// and first convolutions of RGB pixels (MobileNetV3's 3->16, a 7x7 stride 2).
 const Case kCases[] = {
     {6, 8, 8, 3, 1, 1, 1, 28, "relu"},      {13, 8, 8, 3, 2, 1, 1, 15, "none"},
     {4, 16, 16, 3, 1, 1, 1, 9, "silu"},     {3, 5, 24, 3, 1, 2, 2, 11, "relu6"},
@@ -64,7 +65,8 @@ TEST(GroupedNhwc, PackedGroupedConvolutionsAreATens) {
       }
   // Groups of fewer than eight outputs, and depthwise ones, are not the kernel's.
   EXPECT_FALSE(groupedNhwcTakes(32, 4, 4));
-  EXPECT_FALSE(groupedNhwcTakes(1, 8, 8));
+  EXPECT_FALSE(groupedNhwcTakes(1, 8, 8)); // a dense one of more than four inputs
+  EXPECT_FALSE(groupedNhwcTakes(1, 3, 12));
   EXPECT_FALSE(groupedNhwcTakes(16, 1, 1));
   // A row-major input is read as ATen reads it.
   auto conv = groupedConv(kCases[0], true, "relu");
