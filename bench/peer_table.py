@@ -48,7 +48,8 @@ def rows_of(out_dirs):
     rows = []
     for out in out_dirs:
         # A model's folder itself, or an OUT folder of them.
-        model_dir = os.path.isfile(os.path.join(out, "python.json")) or any(
+        model_dir = any(os.path.isfile(os.path.join(out, f))
+                        for f in ("python.json", "processes.json")) or any(
             e.startswith("threads") for e in os.listdir(out))
         dirs = [out] if model_dir else [os.path.join(out, e) for e in sorted(os.listdir(out))]
         for d in dirs:
@@ -63,11 +64,11 @@ def rows_of(out_dirs):
             threads = {int(e[7:]): contenders(os.path.join(d, e, "processes.json"))
                        for e in sorted(os.listdir(d)) if e.startswith("threads") and e[7:].isdigit()}
             threads = {t: c for t, c in threads.items() if c}
-            if not python and not threads:
-                continue
+            fresh = contenders(os.path.join(d, "processes.json"))
+            if not python and not threads and not fresh:
+                continue  # (fresh processes alone: python_peers.py --processes without bench-peer)
             rows.append({"model": base, "batch": int(batch), "python": python,
-                         "fresh": contenders(os.path.join(d, "processes.json")),
-                         "threads": threads})
+                         "fresh": fresh, "threads": threads})
     order = list(NAMES)
     rows.sort(key=lambda r: (r["batch"], order.index(r["model"]) if r["model"] in order else 99,
                              r["model"]))
@@ -140,7 +141,7 @@ def main():
             return 2
     rows = rows_of(sys.argv[1:])
     if not rows:
-        print(f"peer_table.py: no python.json (nor threadsN/processes.json) under "
+        print(f"peer_table.py: no python.json (nor processes.json, threadsN/processes.json) under "
               f"{' '.join(sys.argv[1:])}", file=sys.stderr)
         return 2
     if any(r["python"] for r in rows):
