@@ -361,7 +361,7 @@ void gemmPointwise(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& w
   const std::int64_t m = x2d.size(0), k = x2d.size(1), n = w2d.size(0);
   const auto act = epilogueActivation(kernelPostOp(post));
   constexpr std::int64_t kInt = std::numeric_limits<int>::max();
-  if (!blas.sgemm || !act || m == 0 || k == 0 || !rowMajorFloat(x2d, k) ||
+  if (!blas.sgemm || !act || m == 0 || k == 0 || n == 0 || !rowMajorFloat(x2d, k) ||
       !rowMajorFloat(out2d, n) || !w2d.is_contiguous() || w2d.scalar_type() != at::kFloat ||
       (bias &&
        (!bias->is_contiguous() || bias->scalar_type() != at::kFloat || bias->numel() != n)) ||
