@@ -8,7 +8,7 @@
 // arithmetic carries them.
 #include "depthwise_nhwc.h"
 
-#include "epilogue.h"
+#include "conv_rows.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,19 +23,8 @@ namespace xalloc::runtime {
 
 namespace {
 
-// The taps of output row y (column x) that fall inside the input: [first, last) of kernel rows
-// (columns), for an origin y * stride - pad and dilation d over an input of n.
-struct Taps {
-  std::int64_t first, last;
-};
-inline Taps taps(std::int64_t origin, std::int64_t k, std::int64_t d, std::int64_t n) {
-  std::int64_t first = 0, last = k;
-  while (first < k && origin + first * d < 0)
-    ++first;
-  while (last > first && origin + (last - 1) * d >= n)
-    --last;
-  return {first, last};
-}
+using conv_rows::Taps;
+using conv_rows::taps;
 
 // One output pixel's channels [c0, c) in plain loops: the baseline, and every variant's tail.
 inline void pixelChannels(const Depthwise2d& p, const float* __restrict in_b, float* __restrict dst,
@@ -128,11 +117,7 @@ interiorPixels(const Depthwise2d& p, const float* __restrict in_b, float* __rest
 __attribute__((target("avx2,fma"))) void depthwiseRowsAvx2(const Depthwise2d& p, std::int64_t begin,
                                                            std::int64_t end) {
   // The output columns whose window lies inside the input: [lo, hi).
-  std::int64_t lo = 0, hi = p.ow;
-  while (lo < p.ow && lo * p.sw - p.pw < 0)
-    ++lo;
-  while (hi > lo && (hi - 1) * p.sw - p.pw + (p.kw - 1) * p.dw >= p.w)
-    --hi;
+  const auto [lo, hi] = conv_rows::interiorColumns(p.ow, p.w, p.kw, p.sw, p.pw, p.dw);
   const std::int64_t blocks = p.c / 8 * 8; // channels in whole vectors
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t oy = row % p.oh;
@@ -168,21 +153,8 @@ __attribute__((target("avx2,fma"))) void depthwiseRowsAvx2(const Depthwise2d& p,
 
 void depthwiseNhwc(const Depthwise2d& p, std::int64_t batch, int threads) {
   const auto kernel = cpuKernels().depthwiseRows; // never null: every CPU has the baseline
-  const std::int64_t rows = batch * p.oh;
-  const std::int64_t tasks = std::max(1, threads);
-  // The activation over each ~64 KiB of output rows just written, while they are in cache.
-  const std::int64_t row_floats = p.ow * p.c;
-  const std::int64_t chunk =
-      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(row_floats, 1));
-  at::parallel_for(0, rows, (rows + tasks - 1) / tasks, [&](std::int64_t begin, std::int64_t end) {
-    if (p.act == Activation::None)
-      return kernel(p, begin, end);
-    for (std::int64_t r = begin; r < end; r += chunk) {
-      const std::int64_t e = std::min(end, r + chunk);
-      kernel(p, r, e);
-      biasActivate(p.out + r * row_floats, 1, (e - r) * row_floats, 0, nullptr, p.act);
-    }
-  });
+  conv_rows::runRows(batch * p.oh, threads, p.ow * p.c, p.out, p.act,
+                     [&](std::int64_t begin, std::int64_t end) { kernel(p, begin, end); });
 }
 
 } // namespace xalloc::runtime

@@ -14,35 +14,14 @@
 #include <immintrin.h>
 #endif
 
-#include <ATen/Parallel.h>
-
-#include "epilogue.h"
+#include "conv_rows.h"
 
 namespace xalloc::runtime {
 
 namespace {
 
-struct Taps {
-  std::int64_t first, last;
-};
-inline Taps taps(std::int64_t origin, std::int64_t k, std::int64_t d, std::int64_t n) {
-  std::int64_t first = 0, last = k;
-  while (first < k && origin + first * d < 0)
-    ++first;
-  while (last > first && origin + (last - 1) * d >= n)
-    --last;
-  return {first, last};
-}
-
-// The output columns whose window lies inside the input: [lo, hi).
-inline std::pair<std::int64_t, std::int64_t> interior(const Grouped2d& p) {
-  std::int64_t lo = 0, hi = p.ow;
-  while (lo < p.ow && lo * p.sw - p.pw < 0)
-    ++lo;
-  while (hi > lo && (hi - 1) * p.sw - p.pw + (p.kw - 1) * p.dw >= p.w)
-    --hi;
-  return {lo, hi};
-}
+using conv_rows::Taps;
+using conv_rows::taps;
 
 // P pixels ox, ox + 1, ... of output row oy, one block of eight output channels of group g, in
 // plain loops (the baseline; tx the taps every one of the P pixels has).
@@ -76,7 +55,7 @@ inline void pixelsBase(const Grouped2d& p, const float* __restrict in_b, float* 
 
 template <class Pixels>
 void rows(const Grouped2d& p, std::int64_t begin, std::int64_t end, Pixels pixels) {
-  const auto [lo, hi] = interior(p);
+  const auto [lo, hi] = conv_rows::interiorColumns(p.ow, p.w, p.kw, p.sw, p.pw, p.dw);
   const std::int64_t cin = p.groups * p.ci, cout = p.groups * p.co;
   for (std::int64_t row = begin; row < end; ++row) {
     const std::int64_t oy = row % p.oh;
@@ -190,19 +169,8 @@ at::Tensor groupedNhwcWeight(const at::Tensor& weight, std::int64_t groups) {
 
 void groupedNhwc(const Grouped2d& p, std::int64_t batch, int threads) {
   const auto kernel = cpuKernels().groupedRows; // never null: every CPU has the baseline
-  const std::int64_t rows_n = batch * p.oh;
-  const std::int64_t tasks = std::max(1, threads);
-  const std::int64_t row_floats = p.ow * p.groups * p.co;
-  const std::int64_t chunk =
-      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(row_floats, 1));
-  at::parallel_for(
-      0, rows_n, (rows_n + tasks - 1) / tasks, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t r = begin; r < end; r += chunk) {
-          const std::int64_t e = std::min(end, r + chunk);
-          kernel(p, r, e);
-          biasActivate(p.out + r * row_floats, 1, (e - r) * row_floats, 0, nullptr, p.act);
-        }
-      });
+  conv_rows::runRows(batch * p.oh, threads, p.ow * p.groups * p.co, p.out, p.act,
+                     [&](std::int64_t begin, std::int64_t end) { kernel(p, begin, end); });
 }
 
 } // namespace xalloc::runtime

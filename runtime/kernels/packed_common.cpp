@@ -388,12 +388,15 @@ void gemmPointwise(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& w
       packedThreads(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
                     at::get_num_threads()),
       tiles));
+  auto tilesFrom = [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t)
+      gemmRows(blas, out, ldo, x, ldx, w, static_cast<int>(n), static_cast<int>(k), t * tile,
+               std::min(m, (t + 1) * tile), b, *act);
+  };
   if (threads <= 1) {
     // One thread: MKL's own team kept out of a product this size (its count restored after).
     const int saved = blas.local_threads ? blas.local_threads(1) : 0;
-    for (std::int64_t t = 0; t < tiles; ++t)
-      gemmRows(blas, out, ldo, x, ldx, w, static_cast<int>(n), static_cast<int>(k), t * tile,
-               std::min(m, (t + 1) * tile), b, *act);
+    tilesFrom(0, tiles);
     if (blas.local_threads)
       blas.local_threads(saved);
     return;
@@ -401,11 +404,7 @@ void gemmPointwise(at::Tensor& out2d, const at::Tensor& x2d, const at::Tensor& w
   // Tiles shared among the threads; MKL runs each one on its caller alone (inside a parallel
   // region it does not start a team of its own).
   const OmpThreads team(threads);
-  at::parallel_for(0, tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t)
-      gemmRows(blas, out, ldo, x, ldx, w, static_cast<int>(n), static_cast<int>(k), t * tile,
-               std::min(m, (t + 1) * tile), b, *act);
-  });
+  at::parallel_for(0, tiles, 1, tilesFrom);
 }
 
 bool linearGemmPays(double multiply_adds) {

@@ -131,7 +131,7 @@ struct PackedConv::Prepared {
   std::shared_ptr<PackedWeights> weights; // none for a pointwise or depthwise one
   at::Tensor gemm_weight;    // a 1x1 convolution of stride 1: its weight as [out, in], one GEMM
   at::Tensor dw_weight;      // a depthwise one: its weight as [kh * kw, channels] (depthwise_nhwc)
-  at::Tensor dw_bias;        // and its bias, contiguous (none without one); a grouped one's too
+  at::Tensor kernel_bias;    // a depthwise or grouped one's bias, contiguous (none without one)
   at::Tensor grouped_weight; // a grouped one of 8k outputs a group: groupedNhwcWeight's layout
   int threads = 1;           // of the caller's, the ones its kernel runs on
 };
@@ -163,7 +163,7 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     // libtorch's op takes 70-150 for MobileNetV3-Small's.
     p->dw_weight = weight.reshape({weight.size(0), -1}).t().contiguous();
     if (bias)
-      p->dw_bias = bias->contiguous();
+      p->kernel_bias = bias->contiguous();
     return cache_.insert(std::move(key), std::move(p));
   }
   if (spatialDims() == 2 && groupedNhwcTakes(groups, weight.size(1), weight.size(0) / groups)) {
@@ -172,7 +172,7 @@ std::shared_ptr<const PackedConv::Prepared> PackedConv::prepare(const at::Tensor
     // 0.2-0.5 ms each in libtorch's op at one thread, MobileNetV3's 3->16 stem 0.47.
     p->grouped_weight = groupedNhwcWeight(weight, groups);
     if (bias)
-      p->dw_bias = bias->contiguous();
+      p->kernel_bias = bias->contiguous();
     return cache_.insert(std::move(key), std::move(p));
   }
   const OmpThreads team(p->threads);
@@ -277,38 +277,19 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
     if (p->gemm_weight.defined()) {
       at::Tensor y2d = y.movedim(1, -1).view({-1, y.size(1)});
       gemmPointwise(y2d, x.movedim(1, -1).reshape({-1, x.size(1)}), p->gemm_weight, bias, fused);
-    } else if (p->grouped_weight.defined()) {
-      const auto act = epilogueActivation(kernelPostOp(fused));
-      activated = act.has_value();
-      const at::Tensor xc = x.movedim(1, -1).contiguous(); // a view of x where it is NHWC
-      const Grouped2d g{.h = x.size(2),
-                        .w = x.size(3),
-                        .groups = groups,
-                        .ci = weight.size(1),
-                        .co = weight.size(0) / groups,
-                        .kh = weight.size(2),
-                        .kw = weight.size(3),
-                        .sh = stride[0],
-                        .sw = stride[1],
-                        .ph = padding[0],
-                        .pw = padding[1],
-                        .dh = dilation[0],
-                        .dw = dilation[1],
-                        .oh = p->output_sizes[2],
-                        .ow = p->output_sizes[3],
-                        .in = xc.data_ptr<float>(),
-                        .weight = p->grouped_weight.data_ptr<float>(),
-                        .bias = p->dw_bias.defined() ? p->dw_bias.data_ptr<float>() : nullptr,
-                        .out = y.data_ptr<float>(),
-                        .act = act.value_or(Activation::None)};
-      groupedNhwc(g, x.size(0), p->threads);
     } else {
+      // The runtime's direct kernels read x as NHWC: a view of x where it is channels-last.
       const auto act = epilogueActivation(kernelPostOp(fused));
       activated = act.has_value();
-      const at::Tensor xc = x.movedim(1, -1).contiguous(); // a view of x where it is NHWC
-      const Depthwise2d d{.h = x.size(2),
+      const at::Tensor xc = x.movedim(1, -1).contiguous();
+      const float* kernel_bias =
+          p->kernel_bias.defined() ? p->kernel_bias.data_ptr<float>() : nullptr;
+      if (p->grouped_weight.defined()) {
+        const Grouped2d g{.h = x.size(2),
                           .w = x.size(3),
-                          .c = x.size(1),
+                          .groups = groups,
+                          .ci = weight.size(1),
+                          .co = weight.size(0) / groups,
                           .kh = weight.size(2),
                           .kw = weight.size(3),
                           .sh = stride[0],
@@ -320,11 +301,32 @@ at::Tensor PackedConv::runChecked(const at::Tensor& x_in, const at::Tensor* r_in
                           .oh = p->output_sizes[2],
                           .ow = p->output_sizes[3],
                           .in = xc.data_ptr<float>(),
-                          .weight = p->dw_weight.data_ptr<float>(),
-                          .bias = p->dw_bias.defined() ? p->dw_bias.data_ptr<float>() : nullptr,
+                          .weight = p->grouped_weight.data_ptr<float>(),
+                          .bias = kernel_bias,
                           .out = y.data_ptr<float>(),
                           .act = act.value_or(Activation::None)};
-      depthwiseNhwc(d, x.size(0), p->threads);
+        groupedNhwc(g, x.size(0), p->threads);
+      } else {
+        const Depthwise2d d{.h = x.size(2),
+                            .w = x.size(3),
+                            .c = x.size(1),
+                            .kh = weight.size(2),
+                            .kw = weight.size(3),
+                            .sh = stride[0],
+                            .sw = stride[1],
+                            .ph = padding[0],
+                            .pw = padding[1],
+                            .dh = dilation[0],
+                            .dw = dilation[1],
+                            .oh = p->output_sizes[2],
+                            .ow = p->output_sizes[3],
+                            .in = xc.data_ptr<float>(),
+                            .weight = p->dw_weight.data_ptr<float>(),
+                            .bias = kernel_bias,
+                            .out = y.data_ptr<float>(),
+                            .act = act.value_or(Activation::None)};
+        depthwiseNhwc(d, x.size(0), p->threads);
+      }
     }
     if (r_in) {
       out.add_(y); // conv(x) + r as ATen's add rounds it

@@ -1,11 +1,12 @@
-// What the packed ops' tests share (test_packed_ops.cpp, test_packed_threads.cpp): the
-// convolutions they run, one made with its weights, relative error, and where two results are
+// What the packed ops' tests share (test_packed_ops.cpp, test_packed_threads.cpp and the kernels'):
+// the convolutions they run, one made with its weights, relative error, and where two results are
 // not finite.
 #pragma once
 
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include "xalloc/runtime/packed.h"
@@ -55,6 +56,18 @@ inline void expectSameNonFinite(const at::Tensor& got, const at::Tensor& ref,
   if (ok.any().item<bool>()) {
     EXPECT_LT(relError(got.masked_select(ok), ref.masked_select(ok)), 1e-5) << what;
   }
+}
+
+// conv's output for x at one and at two threads (the caller's count restored): the runtime's
+// own kernels give each output one thread's sum, so the two are bit for bit the same.
+inline void expectOneResultOnOneAndTwoThreads(PackedConv& conv, const at::Tensor& x) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const at::Tensor one = conv.run(x);
+  at::set_num_threads(2);
+  const at::Tensor two = conv.run(x);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one, two));
 }
 
 } // namespace xalloc::testing

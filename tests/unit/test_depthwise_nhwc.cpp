@@ -132,11 +132,5 @@ TEST(DepthwiseNhwc, EveryVariantGivesTheBaselinesValuesOnAnyThreadCount) {
   // Rows split among threads: each output is one thread's sum, so any count gives one result.
   auto conv = depthwiseConv({64, 3, 1, 1, 1, 30, "none"}, true, "none");
   const at::Tensor xs = at::randn({2, 64, 30, 30}).contiguous(at::MemoryFormat::ChannelsLast);
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  const at::Tensor one = conv->run(xs);
-  at::set_num_threads(2);
-  const at::Tensor two = conv->run(xs);
-  at::set_num_threads(threads);
-  EXPECT_TRUE(at::equal(one, two));
+  expectOneResultOnOneAndTwoThreads(*conv, xs);
 }
